@@ -1,0 +1,159 @@
+/* block.c - pins and allocation of cache blocks.
+ *
+ * A pin is a reference on a block, held by whoever reads or writes its data
+ * (a copy, an O_DIRECT transfer): a pinned block is never reclaimed. Pins
+ * live in the descriptor's ref word in pmem, tagged with the boot epoch:
+ * epoch in the high 32 bits, count in the low 32. They are never persisted;
+ * a ref word whose epoch is not the current one counts as zero pins, so the
+ * open after a crash voids every pin in O(1) by bumping the epoch, with no
+ * scan of the descriptors.
+ *
+ * Allocation is a CLOCK sweep over the descriptors. A candidate is first
+ * claimed (its pins go from 0 to 1 in one CAS, so two allocators never get
+ * the same block), then taken if it is FREE, an orphan (in no chain: left
+ * by a crash between storing a descriptor and linking it, or by an
+ * overwrite), stale (its volume was removed), or, when eviction is allowed,
+ * clean, unpinned by anyone else and not referenced since the hand last
+ * passed. Dirty blocks are never taken.
+ *
+ * Locking: claim is lock-free; the chain check and eviction run under the
+ * stripe lock of the candidate's bucket (see index.c).
+ */
+#include <errno.h>
+
+#include "cache_internal.h"
+
+void pmc_pin_locked(struct pmc_cache *c, uint64_t blk)
+{
+	uint64_t *r = &c->descs[blk].ref;
+	uint64_t old = pmc_load64(r), new;
+
+	if (c->rdonly)
+		return;
+	do {
+		if (PMC_REF_EPOCH(old) == c->epoch) {
+			PMC_BUG_ON(PMC_REF_PINS(old) == UINT32_MAX, "block %llu: pin overflow",
+				   (unsigned long long)blk);
+			new = old + 1;
+		} else {
+			new = PMC_REF(c->epoch, 1);
+		}
+	} while (!__atomic_compare_exchange_n(r, &old, new, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+}
+
+void pmc_cache_pin(struct pmc_cache *c, uint64_t blk)
+{
+	PMC_BUG_ON(blk >= c->nr_blocks || (!c->rdonly && pmc_cache_pins(c, blk) == 0),
+		   "block %llu: extra pin without a pin held", (unsigned long long)blk);
+	pmc_pin_locked(c, blk);
+}
+
+void pmc_cache_unpin(struct pmc_cache *c, uint64_t blk)
+{
+	uint64_t *r;
+	uint64_t old;
+
+	if (c->rdonly)
+		return;
+	PMC_BUG_ON(blk >= c->nr_blocks, "unpin of block %llu beyond the table",
+		   (unsigned long long)blk);
+	r = &c->descs[blk].ref;
+	old = pmc_load64(r);
+	do {
+		PMC_BUG_ON(PMC_REF_EPOCH(old) != c->epoch || PMC_REF_PINS(old) == 0,
+			   "block %llu: pin count underflow", (unsigned long long)blk);
+	} while (!__atomic_compare_exchange_n(r, &old, old - 1, 0, __ATOMIC_ACQ_REL,
+					      __ATOMIC_ACQUIRE));
+}
+
+uint32_t pmc_cache_pins(struct pmc_cache *c, uint64_t blk)
+{
+	uint64_t r = pmc_load64(&c->descs[blk].ref);
+
+	return PMC_REF_EPOCH(r) == c->epoch ? PMC_REF_PINS(r) : 0;
+}
+
+/* take the first pin on an unpinned block; 0 if someone holds it */
+static int claim(struct pmc_cache *c, uint64_t blk)
+{
+	uint64_t *r = &c->descs[blk].ref;
+	uint64_t old = pmc_load64(r);
+
+	if (PMC_REF_EPOCH(old) == c->epoch && PMC_REF_PINS(old) != 0)
+		return 0;
+	return __atomic_compare_exchange_n(r, &old, PMC_REF(c->epoch, 1), 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+/* decide on a claimed, non-FREE block: 0 = reusable, -EBUSY = keep */
+static int reclaim(struct pmc_cache *c, uint64_t blk, int evict)
+{
+	struct pmc_desc *d = &c->descs[blk];
+	uint64_t b, st, *link;
+	uint32_t s, vol = d->vol;
+	int rc;
+
+	if (vol >= c->max_volumes)
+		return 0; /* never linked: a live descriptor has a valid slot */
+	b = pmc_index_bucket(c, vol, d->lba);
+	s = pmc_stripe_of(c, b);
+	pthread_mutex_lock(&c->stripe[s]);
+	rc = pmc_index_find_blk_locked(c, b, blk, &link);
+	if (rc == -ENOENT) {
+		rc = 0; /* orphan */
+		goto out;
+	}
+	if (rc < 0) {
+		rc = -EBUSY; /* corrupt chain: leave it to the checker */
+		goto out;
+	}
+	st = pmc_load64(&d->state) & 0xff;
+	if (pmc_desc_live(c, d)) {
+		if (st != PMC_BLK_CLEAN || !evict || pmc_cache_pins(c, blk) != 1) {
+			rc = -EBUSY;
+			goto out;
+		}
+		if (pmc_load64(&d->hint) & PMC_HINT_REFERENCED) {
+			__atomic_fetch_and(&d->hint, ~PMC_HINT_REFERENCED, __ATOMIC_RELAXED);
+			rc = -EBUSY;
+			goto out;
+		}
+		pmc_count_adj(c, s, vol, PMC_BLK_CLEAN, -1);
+	}
+	/* live clean (evicted) or stale: unlink durably before reuse */
+	pmc_pmem_store8(c->pm, link, pmc_load64(&d->next));
+	pmc_pmem_persist(c->pm, link, sizeof(*link));
+	pmc_pmem_store8(c->pm, &d->state, PMC_BLK_FREE);
+	pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
+	rc = 0;
+out:
+	pthread_mutex_unlock(&c->stripe[s]);
+	return rc;
+}
+
+int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk)
+{
+	/* two sweeps: the first may only clear reference bits */
+	uint64_t budget = 2 * c->nr_blocks + 1;
+
+	if (c->rdonly)
+		return -EROFS;
+	while (budget--) {
+		uint64_t i = atomic_fetch_add(&c->hand, 1) % c->nr_blocks;
+
+		if (!claim(c, i))
+			continue;
+		if ((pmc_load64(&c->descs[i].state) & 0xff) == PMC_BLK_FREE ||
+		    reclaim(c, i, evict) == 0) {
+			*blk = i;
+			return 0;
+		}
+		pmc_cache_unpin(c, i);
+	}
+	return -ENOSPC;
+}
+
+void *pmc_cache_block_data(struct pmc_cache *c, uint64_t blk)
+{
+	return c->data + blk * c->block_size;
+}

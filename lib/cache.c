@@ -1,0 +1,528 @@
+/* cache.c - format, open and close of a cache, its volumes, and the
+ * cache-level write and read-hit API.
+ *
+ * Owns the DRAM side of an open cache (struct pmc_cache), which is fixed
+ * in size: DRAM use does not grow with the number of cache blocks.
+ *
+ * Open is O(1) in the cache size after a clean close and after a crash: the
+ * index is consistent at every instant (index.c), pins are voided by a new
+ * boot epoch (block.c), orphans are reclaimed lazily by the allocator, and
+ * only the dirty/clean counters are unknown after a crash until
+ * pmc_cache_recount() has walked the index (not the data area).
+ *
+ * Locking: vol_lock serialises volume add/remove and superblock commits
+ * after open; volume removal also takes every stripe lock so that no
+ * counter update or eviction races with the generation change. Reference
+ * counts of volumes are atomics. Lock order: vol_lock, then stripes in
+ * ascending order.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "cache_internal.h"
+
+static void random_uuid(uint8_t uuid[16])
+{
+	uint64_t a = pmc_now_ns();
+
+	if (getrandom(uuid, 16, 0) != 16) {
+		for (int i = 0; i < 16; i++)
+			uuid[i] = (uint8_t)(a >> (i % 8 * 8)) ^ (uint8_t)i;
+	}
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+}
+
+int pmc_cache_format(struct pmc_pmem *pm, const struct pmc_format_opts *opts,
+		     struct pmc_err *err)
+{
+	struct pmc_geom g;
+	struct pmc_sb sb = {0};
+	struct pmc_err gerr = {0};
+	uint32_t bs = opts && opts->block_size ? opts->block_size : PMC_BLOCK_SIZE_DEFAULT;
+	uint32_t mv = opts && opts->max_volumes ? opts->max_volumes : PMC_MAX_VOLUMES_DEFAULT;
+	int rc;
+
+	rc = pmc_geom_compute(pm->size, bs, mv, &g, &gerr);
+	if (rc)
+		return pmc_err_set(err, -rc, "pmem %s: %s", pm->path, gerr.msg);
+	/* crash point format.wipe: old superblocks gone first, so a cut
+	 * format leaves a blank device and never an old cache over new zeroes */
+	pmc_pmem_fill(pm, pm->base, 0, (size_t)PMC_SB_COPIES * PMC_SB_SLOT);
+	pmc_pmem_persist(pm, pm->base, (size_t)PMC_SB_COPIES * PMC_SB_SLOT);
+	/* crash point format.meta: volume table, descriptors, index zeroed */
+	pmc_pmem_fill(pm, pm->base + g.vol_off, 0, g.data_off - g.vol_off);
+	pmc_pmem_persist(pm, pm->base + g.vol_off, g.data_off - g.vol_off);
+
+	sb.magic = PMC_SB_MAGIC;
+	sb.major = PMC_FORMAT_MAJOR;
+	sb.minor = PMC_FORMAT_MINOR;
+	random_uuid(sb.uuid);
+	sb.pmem_size = g.pmem_size;
+	sb.block_size = g.block_size;
+	sb.max_volumes = g.max_volumes;
+	sb.nr_blocks = g.nr_blocks;
+	sb.nr_buckets = g.nr_buckets;
+	sb.vol_off = g.vol_off;
+	sb.desc_off = g.desc_off;
+	sb.index_off = g.index_off;
+	sb.data_off = g.data_off;
+	sb.clean = 1;
+	sb.format_time_ns = sb.open_time_ns = pmc_now_ns();
+	/* crash point format.sb0, format.sb1: copy 0 makes the cache */
+	for (unsigned i = 0; i < PMC_SB_COPIES; i++) {
+		char *dst = pm->base + (size_t)i * PMC_SB_SLOT;
+
+		sb.seq = i + 1;
+		sb.csum = pmc_sb_csum(&sb);
+		pmc_pmem_copy(pm, dst, &sb, sizeof(sb));
+		pmc_pmem_persist(pm, dst, sizeof(sb));
+	}
+	return 0;
+}
+
+static void cache_free(struct pmc_cache *c)
+{
+	if (!c)
+		return;
+	for (uint32_t s = 0; s < PMC_STRIPES_MAX; s++)
+		pthread_mutex_destroy(&c->stripe[s]);
+	pthread_mutex_destroy(&c->vol_lock);
+	free(c->vrt);
+	free(c);
+}
+
+static int valid_name(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max + 1);
+
+	if (n == 0 || n > max)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+/* every active slot: checksum, names, no duplicates; no stores */
+static int volumes_check(struct pmc_cache *c, struct pmc_err *err)
+{
+	for (uint32_t i = 0; i < c->max_volumes; i++) {
+		const struct pmc_vol *v = &c->vols[i];
+		uint32_t st = PMC_VOL_STATE(v->gen_state);
+
+		if (st == PMC_VOL_FREE)
+			continue;
+		if (st != PMC_VOL_ACTIVE)
+			return pmc_err_set(err, EUCLEAN, "volume slot %u: bad state %u", i, st);
+		if (v->csum != pmc_vol_csum(v))
+			return pmc_err_set(err, EUCLEAN, "volume slot %u: bad checksum", i);
+		if (!valid_name(v->name, PMC_VOLUME_NAME_MAX) ||
+		    memchr(v->disk, 0, sizeof(v->disk)) == NULL)
+			return pmc_err_set(err, EUCLEAN, "volume slot %u: malformed name or disk", i);
+		for (uint32_t j = 0; j < i; j++)
+			if (PMC_VOL_STATE(c->vols[j].gen_state) == PMC_VOL_ACTIVE &&
+			    !strcmp(c->vols[j].name, v->name))
+				return pmc_err_set(err, EUCLEAN,
+						   "volume slots %u and %u: both named '%s'", j, i,
+						   v->name);
+	}
+	return 0;
+}
+
+int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
+		   struct pmc_err *err)
+{
+	struct pmc_cache *c;
+	struct pmc_sb sb;
+	unsigned slot;
+	int rc;
+
+	*out = NULL;
+	rc = pmc_sb_load(pm, &sb, &slot, err);
+	if (rc)
+		return rc;
+	if (!(flags & PMC_OPEN_RDONLY) && (sb.ro_compat & ~PMC_FEAT_RO_COMPAT_KNOWN))
+		return pmc_err_set(err, EROFS,
+				   "pmem %s: superblock has unknown read-only features 0x%" PRIx64
+				   "; open it read-only",
+				   pm->path, sb.ro_compat & ~PMC_FEAT_RO_COMPAT_KNOWN);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return pmc_err_set(err, ENOMEM, "cache: out of memory");
+	c->vrt = calloc(sb.max_volumes, sizeof(*c->vrt));
+	if (!c->vrt) {
+		free(c);
+		return pmc_err_set(err, ENOMEM, "cache: out of memory");
+	}
+	pthread_mutex_init(&c->vol_lock, NULL);
+	for (uint32_t s = 0; s < PMC_STRIPES_MAX; s++)
+		pthread_mutex_init(&c->stripe[s], NULL);
+	c->pm = pm;
+	c->sb = sb;
+	c->sb_slot = slot;
+	c->vols = (struct pmc_vol *)(pm->base + sb.vol_off);
+	c->descs = (struct pmc_desc *)(pm->base + sb.desc_off);
+	c->buckets = (pmc_bucket_t *)(pm->base + sb.index_off);
+	c->data = pm->base + sb.data_off;
+	c->nr_blocks = sb.nr_blocks;
+	c->bucket_mask = sb.nr_buckets - 1;
+	c->block_size = sb.block_size;
+	c->max_volumes = sb.max_volumes;
+	c->nr_stripes = sb.nr_buckets < PMC_STRIPES_MAX ? (uint32_t)sb.nr_buckets : PMC_STRIPES_MAX;
+	c->rdonly = !!(flags & PMC_OPEN_RDONLY);
+	c->was_clean = (int)sb.clean;
+
+	rc = volumes_check(c, err);
+	if (rc) {
+		cache_free(c);
+		return rc;
+	}
+	if (c->was_clean) {
+		for (uint32_t i = 0; i < c->max_volumes; i++) {
+			if (PMC_VOL_STATE(c->vols[i].gen_state) != PMC_VOL_ACTIVE)
+				continue;
+			atomic_store(&c->vrt[i].nr_dirty, (int64_t)c->vols[i].clean_nr_dirty);
+			atomic_store(&c->vrt[i].nr_clean, (int64_t)c->vols[i].clean_nr_clean);
+		}
+		memset(c->counted, 1, sizeof(c->counted));
+		atomic_store(&c->counts_valid, 1);
+	}
+	if (!c->rdonly) {
+		/* crash point open.epoch: a new epoch voids old pins; not clean
+		 * until the next close */
+		do
+			c->sb.boot_epoch++;
+		while ((uint32_t)c->sb.boot_epoch == 0);
+		c->sb.clean = 0;
+		c->sb.open_time_ns = pmc_now_ns();
+		pmc_sb_commit(c);
+	}
+	c->epoch = (uint32_t)c->sb.boot_epoch;
+	*out = c;
+	return 0;
+}
+
+void pmc_cache_close(struct pmc_cache *c)
+{
+	struct pmc_pmem *pm;
+	uint64_t dirty = 0, clean = 0;
+
+	if (!c)
+		return;
+	pm = c->pm;
+	if (!c->rdonly) {
+		if (!atomic_load(&c->counts_valid))
+			pmc_cache_recount(c);
+		/* crash point close.counters, then close.sb */
+		for (uint32_t i = 0; i < c->max_volumes; i++) {
+			struct pmc_vol *v = &c->vols[i];
+			uint64_t d = 0, k = 0;
+
+			if (PMC_VOL_STATE(v->gen_state) == PMC_VOL_ACTIVE) {
+				d = (uint64_t)atomic_load(&c->vrt[i].nr_dirty);
+				k = (uint64_t)atomic_load(&c->vrt[i].nr_clean);
+			}
+			if (v->clean_nr_dirty != d || v->clean_nr_clean != k) {
+				pmc_pmem_store8(pm, &v->clean_nr_dirty, d);
+				pmc_pmem_store8(pm, &v->clean_nr_clean, k);
+				pmc_pmem_flush(pm, &v->clean_nr_dirty, 2 * sizeof(uint64_t));
+			}
+			dirty += d;
+			clean += k;
+		}
+		pmc_pmem_drain(pm);
+		c->sb.clean = 1;
+		c->sb.clean_nr_dirty = dirty;
+		c->sb.clean_nr_clean = clean;
+		c->sb.open_time_ns = pmc_now_ns();
+		pmc_sb_commit(c);
+	}
+	cache_free(c);
+}
+
+void pmc_cache_abandon(struct pmc_cache *c)
+{
+	cache_free(c);
+}
+
+struct pmc_pmem *pmc_cache_pmem(struct pmc_cache *c)
+{
+	return c->pm;
+}
+
+void pmc_cache_get_info(struct pmc_cache *c, struct pmc_cache_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->pmem_size = c->sb.pmem_size;
+	info->block_size = c->block_size;
+	info->max_volumes = c->max_volumes;
+	info->nr_blocks = c->nr_blocks;
+	info->nr_buckets = c->bucket_mask + 1;
+	info->data_off = c->sb.data_off;
+	info->boot_epoch = c->sb.boot_epoch;
+	info->counts_valid = atomic_load(&c->counts_valid);
+	info->was_clean = c->was_clean;
+	info->rdonly = c->rdonly;
+	memcpy(info->uuid, c->sb.uuid, sizeof(info->uuid));
+	info->gran = pmc_pmem_gran_name(c->pm->gran);
+	for (uint32_t i = 0; i < c->max_volumes; i++) {
+		if (PMC_VOL_STATE(pmc_load64(&c->vols[i].gen_state)) != PMC_VOL_ACTIVE)
+			continue;
+		info->nr_dirty += (uint64_t)atomic_load(&c->vrt[i].nr_dirty);
+		info->nr_clean += (uint64_t)atomic_load(&c->vrt[i].nr_clean);
+	}
+}
+
+/* --- volumes --- */
+
+static int vol_active(struct pmc_cache *c, uint32_t vol)
+{
+	return vol < c->max_volumes &&
+	       PMC_VOL_STATE(pmc_load64(&c->vols[vol].gen_state)) == PMC_VOL_ACTIVE;
+}
+
+int pmc_cache_volume_add(struct pmc_cache *c, const char *name, const char *disk,
+			 uint64_t size_bytes, uint32_t *vol, struct pmc_err *err)
+{
+	struct pmc_vol img, *v = NULL;
+	uint32_t i, slot = 0;
+	uint64_t gen;
+
+	if (c->rdonly)
+		return pmc_err_set(err, EROFS, "volume %s: cache is open read-only", name);
+	if (!valid_name(name, PMC_VOLUME_NAME_MAX))
+		return pmc_err_set(err, EINVAL,
+				   "volume name '%.64s': use 1 to %u of A-Z a-z 0-9 . _ -", name,
+				   PMC_VOLUME_NAME_MAX);
+	if (!disk || strlen(disk) > PMC_VOLUME_DISK_MAX)
+		return pmc_err_set(err, EINVAL, "volume %s: disk name missing or longer than %u",
+				   name, PMC_VOLUME_DISK_MAX);
+	if (size_bytes < c->block_size || size_bytes % c->block_size)
+		return pmc_err_set(err, EINVAL,
+				   "volume %s: size %" PRIu64 " is not a positive multiple of the "
+				   "block size %u",
+				   name, size_bytes, c->block_size);
+	pthread_mutex_lock(&c->vol_lock);
+	for (i = 0; i < c->max_volumes; i++) {
+		if (vol_active(c, i)) {
+			if (!strcmp(c->vols[i].name, name)) {
+				pthread_mutex_unlock(&c->vol_lock);
+				return pmc_err_set(err, EEXIST, "volume %s: already exists (slot %u)",
+						   name, i);
+			}
+		} else if (!v) {
+			v = &c->vols[i];
+			slot = i;
+		}
+	}
+	if (!v) {
+		pthread_mutex_unlock(&c->vol_lock);
+		return pmc_err_set(err, ENOSPC, "volume %s: volume table is full (%u slots)", name,
+				   c->max_volumes);
+	}
+	gen = PMC_VOL_GEN(v->gen_state);
+	memset(&img, 0, sizeof(img));
+	img.size_bytes = size_bytes;
+	img.add_time_ns = pmc_now_ns();
+	random_uuid(img.uuid);
+	snprintf(img.name, sizeof(img.name), "%s", name);
+	snprintf(img.disk, sizeof(img.disk), "%s", disk);
+	img.csum = pmc_vol_csum(&img);
+	/* crash point volume_add.fields: a free slot's fields, then one store */
+	pmc_pmem_copy(c->pm, (char *)v + 8, (char *)&img + 8, sizeof(img) - 8);
+	pmc_pmem_persist(c->pm, (char *)v + 8, sizeof(img) - 8);
+	atomic_store(&c->vrt[slot].nr_dirty, 0);
+	atomic_store(&c->vrt[slot].nr_clean, 0);
+	atomic_store(&c->vrt[slot].refs, 0);
+	atomic_store(&c->vrt[slot].removing, 0);
+	/* crash point volume_add.state */
+	pmc_pmem_store8(c->pm, &v->gen_state, PMC_VOL_GS(gen, PMC_VOL_ACTIVE));
+	pmc_pmem_persist(c->pm, &v->gen_state, sizeof(uint64_t));
+	pthread_mutex_unlock(&c->vol_lock);
+	*vol = slot;
+	return 0;
+}
+
+int pmc_cache_volume_remove(struct pmc_cache *c, uint32_t vol, struct pmc_err *err)
+{
+	struct pmc_vol *v;
+	int refs;
+	int64_t dirty;
+
+	if (c->rdonly)
+		return pmc_err_set(err, EROFS, "volume slot %u: cache is open read-only", vol);
+	pthread_mutex_lock(&c->vol_lock);
+	if (!vol_active(c, vol)) {
+		pthread_mutex_unlock(&c->vol_lock);
+		return pmc_err_set(err, ENOENT, "volume slot %u: no such volume", vol);
+	}
+	v = &c->vols[vol];
+	atomic_store(&c->vrt[vol].removing, 1);
+	refs = atomic_load(&c->vrt[vol].refs);
+	if (refs) {
+		atomic_store(&c->vrt[vol].removing, 0);
+		pthread_mutex_unlock(&c->vol_lock);
+		return pmc_err_set(err, EBUSY, "volume %s: %d references held (I/O in flight)",
+				   v->name, refs);
+	}
+	if (!atomic_load(&c->counts_valid))
+		pmc_cache_recount(c);
+	for (uint32_t s = 0; s < c->nr_stripes; s++)
+		pthread_mutex_lock(&c->stripe[s]);
+	dirty = atomic_load(&c->vrt[vol].nr_dirty);
+	if (dirty == 0) {
+		/* crash point volume_remove.state: one store; the volume's
+		 * blocks turn stale at once and are reclaimed lazily */
+		pmc_pmem_store8(c->pm, &v->gen_state,
+				PMC_VOL_GS(PMC_VOL_GEN(v->gen_state) + 1, PMC_VOL_FREE));
+		pmc_pmem_persist(c->pm, &v->gen_state, sizeof(uint64_t));
+		atomic_store(&c->vrt[vol].nr_clean, 0);
+	}
+	for (uint32_t s = c->nr_stripes; s-- > 0;)
+		pthread_mutex_unlock(&c->stripe[s]);
+	atomic_store(&c->vrt[vol].removing, 0);
+	pthread_mutex_unlock(&c->vol_lock);
+	if (dirty)
+		return pmc_err_set(err, EBUSY,
+				   "volume %s: %" PRId64 " dirty blocks not yet written back",
+				   v->name, dirty);
+	return 0;
+}
+
+int pmc_cache_volume_find(struct pmc_cache *c, const char *name, uint32_t *vol)
+{
+	for (uint32_t i = 0; i < c->max_volumes; i++) {
+		if (vol_active(c, i) && !strncmp(c->vols[i].name, name, sizeof(c->vols[i].name))) {
+			*vol = i;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int pmc_cache_volume_info(struct pmc_cache *c, uint32_t vol, struct pmc_volume_info *out)
+{
+	const struct pmc_vol *v;
+
+	if (!vol_active(c, vol))
+		return -ENOENT;
+	v = &c->vols[vol];
+	memset(out, 0, sizeof(*out));
+	out->vol = vol;
+	out->gen = (uint32_t)PMC_VOL_GEN(v->gen_state);
+	out->size_bytes = v->size_bytes;
+	out->add_time_ns = v->add_time_ns;
+	memcpy(out->uuid, v->uuid, sizeof(out->uuid));
+	memcpy(out->name, v->name, sizeof(out->name));
+	memcpy(out->disk, v->disk, sizeof(out->disk));
+	out->name[PMC_VOLUME_NAME_MAX] = '\0';
+	out->disk[PMC_VOLUME_DISK_MAX] = '\0';
+	out->counts_valid = atomic_load(&c->counts_valid);
+	out->nr_dirty = (uint64_t)atomic_load(&c->vrt[vol].nr_dirty);
+	out->nr_clean = (uint64_t)atomic_load(&c->vrt[vol].nr_clean);
+	out->refs = atomic_load(&c->vrt[vol].refs);
+	return 0;
+}
+
+int pmc_cache_volume_get(struct pmc_cache *c, uint32_t vol)
+{
+	if (vol >= c->max_volumes)
+		return -ENOENT;
+	atomic_fetch_add(&c->vrt[vol].refs, 1);
+	if (atomic_load(&c->vrt[vol].removing) || !vol_active(c, vol)) {
+		atomic_fetch_sub(&c->vrt[vol].refs, 1);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+void pmc_cache_volume_put(struct pmc_cache *c, uint32_t vol)
+{
+	int old = atomic_fetch_sub(&c->vrt[vol].refs, 1);
+
+	PMC_BUG_ON(old <= 0, "volume slot %u: reference count underflow", vol);
+}
+
+/* --- cache-level data API --- */
+
+static int range_check(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t n,
+		       struct pmc_err *err)
+{
+	uint64_t blocks = c->vols[vol].size_bytes / c->block_size;
+
+	if (lba > blocks || n > blocks - lba)
+		return pmc_err_set(err, EINVAL,
+				   "volume %s: blocks %" PRIu64 "+%u beyond its end (%" PRIu64
+				   " blocks)",
+				   c->vols[vol].name, lba, n, blocks);
+	return 0;
+}
+
+int pmc_cache_write(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks,
+		    const void *buf, struct pmc_err *err)
+{
+	int rc;
+
+	if (c->rdonly)
+		return pmc_err_set(err, EROFS, "cache: open read-only");
+	if (pmc_cache_volume_get(c, vol))
+		return pmc_err_set(err, ENOENT, "volume slot %u: no such volume", vol);
+	rc = range_check(c, vol, lba, nblocks, err);
+	for (uint32_t i = 0; i < nblocks && rc == 0; i++) {
+		uint64_t blk;
+
+		rc = pmc_cache_alloc(c, 1, &blk);
+		if (rc) {
+			pmc_err_set(err, -rc,
+				    "volume %s: block %" PRIu64 ": no free or clean cache block",
+				    c->vols[vol].name, lba + i);
+			break;
+		}
+		pmc_pmem_copy(c->pm, pmc_cache_block_data(c, blk),
+			      (const char *)buf + (size_t)i * c->block_size, c->block_size);
+		rc = pmc_cache_publish(c, vol, lba + i, blk, PMC_BLK_DIRTY);
+		pmc_cache_unpin(c, blk);
+		if (rc)
+			pmc_err_set(err, -rc, "volume %s: block %" PRIu64 ": publish failed",
+				    c->vols[vol].name, lba + i);
+	}
+	pmc_cache_volume_put(c, vol);
+	return rc;
+}
+
+int pmc_cache_read(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks, void *buf,
+		   uint8_t *hit)
+{
+	int found = 0;
+
+	if (pmc_cache_volume_get(c, vol))
+		return -ENOENT;
+	if (range_check(c, vol, lba, nblocks, NULL)) {
+		pmc_cache_volume_put(c, vol);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < nblocks; i++) {
+		uint64_t blk;
+		int rc = pmc_cache_lookup_pin(c, vol, lba + i, &blk, NULL);
+
+		if (hit)
+			hit[i] = rc == 0;
+		if (rc)
+			continue;
+		memcpy((char *)buf + (size_t)i * c->block_size, pmc_cache_block_data(c, blk),
+		       c->block_size);
+		pmc_cache_unpin(c, blk);
+		found++;
+	}
+	pmc_cache_volume_put(c, vol);
+	return found;
+}

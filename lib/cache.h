@@ -1,0 +1,170 @@
+/* cache.h - the metadata core: format, open/recover, volumes, the index
+ * from (volume, LBA) to cache blocks, pins, and the cache-level write and
+ * read-hit API (no disk I/O; the engine adds the disks).
+ *
+ * Units: an LBA here is a cache-block number within a volume (byte offset /
+ * block_size). Block numbers ("blk") index the descriptor table and the
+ * data area.
+ *
+ * Thread safety: every call may be made from any thread at once, except
+ * format/open/close/abandon, which own the cache exclusively. See cache.c
+ * for the locking rules.
+ */
+#ifndef PMC_CACHE_H
+#define PMC_CACHE_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "pmem.h"
+
+#define PMC_BLOCK_SIZE_DEFAULT 4096u
+#define PMC_MAX_VOLUMES_DEFAULT 64u
+#define PMC_VOLUME_NAME_MAX 63u	 /* bytes, without the NUL */
+#define PMC_VOLUME_DISK_MAX 127u /* bytes, without the NUL */
+
+struct pmc_cache;
+
+struct pmc_format_opts {
+	uint32_t block_size;  /* bytes, power of two, 4 KiB..1 MiB; 0 = 4 KiB */
+	uint32_t max_volumes; /* 1..4096; 0 = 64 */
+};
+
+enum pmc_open_flags {
+	/* validate and load without a single store to pmem (check, dump,
+	 * fuzzing); write calls then fail with -EROFS */
+	PMC_OPEN_RDONLY = 1u << 0,
+};
+
+/* block states as stored in the descriptor (lib/FORMAT.md) */
+enum pmc_block_state {
+	PMC_BLK_FREE = 0,
+	PMC_BLK_CLEAN = 1,
+	PMC_BLK_DIRTY = 2,
+};
+
+struct pmc_volume_info {
+	uint32_t vol;		/* slot number */
+	uint32_t gen;		/* slot generation (low 32 bits) */
+	uint64_t size_bytes;	/* size of the backing volume */
+	uint64_t add_time_ns;	/* CLOCK_REALTIME at volume_add */
+	uint8_t uuid[16];
+	char name[PMC_VOLUME_NAME_MAX + 1];
+	char disk[PMC_VOLUME_DISK_MAX + 1];
+	uint64_t nr_dirty;	/* blocks; valid when counts_valid */
+	uint64_t nr_clean;	/* blocks; valid when counts_valid */
+	int counts_valid;	/* 0 while a recount after a crash is pending */
+	int refs;		/* holders of pmc_cache_volume_get() */
+};
+
+struct pmc_cache_info {
+	uint64_t pmem_size;	/* bytes */
+	uint32_t block_size;	/* bytes */
+	uint32_t max_volumes;
+	uint64_t nr_blocks;
+	uint64_t nr_buckets;
+	uint64_t data_off;	/* bytes from the start of pmem */
+	uint64_t boot_epoch;
+	uint64_t nr_dirty;	/* linked dirty blocks; valid when counts_valid */
+	uint64_t nr_clean;	/* linked clean blocks; valid when counts_valid */
+	int counts_valid;
+	int was_clean;		/* the last close was clean (no crash recovery) */
+	int rdonly;
+	uint8_t uuid[16];
+	const char *gran;	/* store granularity of the pmem */
+};
+
+/* Write a new, empty cache over the whole pmem. Destroys what was there. */
+int pmc_cache_format(struct pmc_pmem *pm, const struct pmc_format_opts *opts,
+		     struct pmc_err *err);
+
+/*
+ * Validate the superblocks and geometry, then (unless PMC_OPEN_RDONLY) start a
+ * new boot epoch, which voids every pin left by a crash. O(1) in the cache
+ * size after a clean close and after a crash alike: nothing is scanned.
+ * Refuses without writing: no superblock, foreign data, corrupt copies, a
+ * newer format or unknown incompatible features, a size that does not match.
+ */
+int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
+		   struct pmc_err *err);
+
+/* Record a clean shutdown (counters, clean flag) and free. Pins must be 0. */
+void pmc_cache_close(struct pmc_cache *c);
+
+/* Free the DRAM state without writing anything (a simulated crash). */
+void pmc_cache_abandon(struct pmc_cache *c);
+
+void pmc_cache_get_info(struct pmc_cache *c, struct pmc_cache_info *info);
+
+/* After a crash the dirty/clean counters are unknown; this walks the index
+ * (not the data area) to recount them. Safe while I/O runs. */
+void pmc_cache_recount(struct pmc_cache *c);
+
+/* --- volumes --- */
+int pmc_cache_volume_add(struct pmc_cache *c, const char *name, const char *disk,
+			 uint64_t size_bytes, uint32_t *vol, struct pmc_err *err);
+/* Refuses while the volume has references or dirty blocks (-EBUSY); its
+ * clean blocks become free in O(1) and are reclaimed lazily. */
+int pmc_cache_volume_remove(struct pmc_cache *c, uint32_t vol, struct pmc_err *err);
+int pmc_cache_volume_find(struct pmc_cache *c, const char *name, uint32_t *vol);
+int pmc_cache_volume_info(struct pmc_cache *c, uint32_t vol, struct pmc_volume_info *out);
+/* references held by in-flight I/O; a referenced volume cannot be removed */
+int pmc_cache_volume_get(struct pmc_cache *c, uint32_t vol);
+void pmc_cache_volume_put(struct pmc_cache *c, uint32_t vol);
+
+/* --- cache-level data API (no disk I/O) --- */
+
+/*
+ * Write nblocks whole blocks from buf for (vol, lba...) as dirty data. On
+ * return 0 every block is durable in pmem (acknowledgeable). Each block is
+ * replaced atomically: after a crash a block holds either its old or its new
+ * contents, never a mix. -ENOSPC when no free or clean unpinned block is left
+ * (the blocks before the failing one are written).
+ */
+int pmc_cache_write(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks,
+		    const void *buf, struct pmc_err *err);
+
+/* Copy the cached blocks of (vol, lba...) into buf. hit[i] (optional) is set
+ * to 1 for a block found, 0 for a miss (its part of buf is left alone).
+ * Returns the number of blocks found. */
+int pmc_cache_read(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks, void *buf,
+		   uint8_t *hit);
+
+/* Drop cached copies (clean or dirty) of the range. Returns 0. */
+int pmc_cache_invalidate(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks);
+
+/* --- block-level API for the engine --- */
+
+/* Find and pin the block caching (vol, lba); -ENOENT on a miss. */
+int pmc_cache_lookup_pin(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t *blk,
+			 enum pmc_block_state *state);
+/* Take one more pin on a block the caller already pins. */
+void pmc_cache_pin(struct pmc_cache *c, uint64_t blk);
+void pmc_cache_unpin(struct pmc_cache *c, uint64_t blk);
+/* pins held on blk in this boot epoch */
+uint32_t pmc_cache_pins(struct pmc_cache *c, uint64_t blk);
+void *pmc_cache_block_data(struct pmc_cache *c, uint64_t blk);
+
+/* A free (or reclaimed clean/orphan) block, pinned once for the caller and
+ * linked nowhere. With evict != 0, clean unpinned blocks may be evicted.
+ * -ENOSPC when none is found. */
+int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk);
+
+/*
+ * Make blk (allocated and pinned by the caller, its data already stored with
+ * pmc_pmem_copy) the cached copy of (vol, lba) in the given state, replacing
+ * any older copy atomically. Persists the data and metadata. The caller keeps
+ * its pin. -ESTALE if the volume was removed meanwhile.
+ */
+int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
+		      enum pmc_block_state state);
+
+/* After write-back of blk's data is durable on the disk: mark it clean if it
+ * is still the current copy of (vol, lba). Returns 0, or -ESTALE when blk was
+ * replaced or invalidated meanwhile (nothing changed). */
+int pmc_cache_mark_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk);
+
+/* The pmem under the cache (for data copies by the engine). */
+struct pmc_pmem *pmc_cache_pmem(struct pmc_cache *c);
+
+#endif

@@ -1,0 +1,106 @@
+/* cache_internal.h - the DRAM side of an open cache, shared by the lib/
+ * modules that implement cache.h. Never included by daemon/ or cli/.
+ *
+ * DRAM holds no per-block state: everything per block lives in the pmem
+ * descriptor table. What is here is fixed-size (stripe locks, per-volume
+ * counters), independent of the number of cache blocks.
+ */
+#ifndef PMC_CACHE_INTERNAL_H
+#define PMC_CACHE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "cache.h"
+#include "format.h"
+
+/* index stripes: one mutex covers every bucket b with b % nr_stripes == s */
+#define PMC_STRIPES_MAX 4096u
+
+#define PMC_BLK_NONE UINT64_MAX
+
+struct pmc_vol_rt {
+	atomic_int refs;	  /* pmc_cache_volume_get() holders */
+	atomic_int removing;	  /* set while volume_remove decides */
+	atomic_int_fast64_t nr_dirty; /* linked live dirty blocks (counted stripes) */
+	atomic_int_fast64_t nr_clean;
+};
+
+struct pmc_cache {
+	struct pmc_pmem *pm;
+	struct pmc_sb sb;	/* DRAM copy of the newest superblock */
+	unsigned sb_slot;	/* copy that holds sb */
+	struct pmc_vol *vols;	/* pmem: volume table */
+	struct pmc_desc *descs; /* pmem: descriptor table */
+	pmc_bucket_t *buckets;	/* pmem: index */
+	char *data;		/* pmem: data area */
+	uint64_t nr_blocks;
+	uint64_t bucket_mask;
+	uint32_t block_size;
+	uint32_t max_volumes;
+	uint32_t epoch;		/* low 32 bits of sb.boot_epoch */
+	int rdonly;
+	int was_clean;
+	uint32_t nr_stripes;	/* power of two, <= PMC_STRIPES_MAX */
+
+	pthread_mutex_t vol_lock; /* volume table changes */
+	struct pmc_vol_rt *vrt;	  /* [max_volumes] */
+	pthread_mutex_t stripe[PMC_STRIPES_MAX];
+	/* stripe s's blocks are included in the counters; set by recount or
+	 * at a clean open, read and written under stripe[s] */
+	uint8_t counted[PMC_STRIPES_MAX];
+	atomic_int counts_valid;
+	atomic_uint_fast64_t hand; /* CLOCK hand over the descriptors */
+};
+
+/* super.c */
+struct pmc_geom {
+	uint64_t pmem_size;
+	uint32_t block_size;
+	uint32_t max_volumes;
+	uint64_t nr_blocks;
+	uint64_t nr_buckets;
+	uint64_t vol_off, desc_off, index_off, data_off;
+};
+int pmc_geom_compute(uint64_t pmem_size, uint32_t block_size, uint32_t max_volumes,
+		     struct pmc_geom *g, struct pmc_err *err);
+uint32_t pmc_sb_csum(const struct pmc_sb *sb);
+uint32_t pmc_vol_csum(const struct pmc_vol *v);
+uint32_t pmc_desc_csum(const struct pmc_desc *d);
+/* validate and pick the newest copy; no stores */
+int pmc_sb_load(struct pmc_pmem *pm, struct pmc_sb *sb, unsigned *slot, struct pmc_err *err);
+/* write c->sb (seq + 1) into the other copy and persist it */
+void pmc_sb_commit(struct pmc_cache *c);
+uint64_t pmc_now_ns(void);
+
+/* index.c */
+uint64_t pmc_index_bucket(const struct pmc_cache *c, uint32_t vol, uint64_t lba);
+static inline uint32_t pmc_stripe_of(const struct pmc_cache *c, uint64_t bucket)
+{
+	return (uint32_t)(bucket & (c->nr_stripes - 1));
+}
+/* live: linked, in a valid state, and of the volume's current generation */
+int pmc_desc_live(const struct pmc_cache *c, const struct pmc_desc *d);
+/* under the bucket's stripe lock: -ENOENT, -EUCLEAN or 0 and the link word */
+int pmc_index_find_blk_locked(struct pmc_cache *c, uint64_t b, uint64_t target, uint64_t **link);
+void pmc_count_adj(struct pmc_cache *c, uint32_t stripe, uint32_t vol, uint64_t state, int delta);
+
+/* block.c */
+void pmc_pin_locked(struct pmc_cache *c, uint64_t blk);
+
+static inline uint64_t pmc_load64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/* always-on check: going on could lose data */
+#define PMC_BUG_ON(cond, ...)                                                                      \
+	do {                                                                                       \
+		if (__builtin_expect(!!(cond), 0))                                                  \
+			pmc_bug(__FILE__, __LINE__, __VA_ARGS__);                                   \
+	} while (0)
+void pmc_bug(const char *file, int line, const char *fmt, ...)
+	__attribute__((noreturn, format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,284 @@
+/* index.c - the pmem index from (volume, LBA) to cache blocks.
+ *
+ * A power-of-two array of buckets, each the head of a singly linked chain
+ * threaded through the descriptors' next words (block + 1; 0 ends). Every
+ * change to a chain is one aligned 8-byte store (a bucket or a next word),
+ * so the index is consistent after a power cut at any instant and recovery
+ * has nothing to replay. Lookups are O(1): a hash and a short chain walk.
+ *
+ * A descriptor in a chain is "live" when its state is clean or dirty and its
+ * volume slot is active with the generation it records; anything else in a
+ * chain (a removed volume's block) is stale, ignored by lookups and
+ * unlinked by the allocator when it comes by.
+ *
+ * Locking: bucket b is guarded by stripe[b % nr_stripes]. Every chain store
+ * is persisted before that lock is released, so whoever next takes it sees
+ * a durable chain: no thread can act on an unlink that a power cut could
+ * still undo. Pins are taken under the same lock as the lookup that found
+ * the block, so eviction (which holds it too) sees every pin.
+ */
+#include <errno.h>
+
+#include "cache_internal.h"
+
+/* splitmix64 finaliser over the key */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+uint64_t pmc_index_bucket(const struct pmc_cache *c, uint32_t vol, uint64_t lba)
+{
+	return mix64(lba * 0x9e3779b97f4a7c15ull ^ ((uint64_t)vol << 52 | vol)) & c->bucket_mask;
+}
+
+int pmc_desc_live(const struct pmc_cache *c, const struct pmc_desc *d)
+{
+	uint64_t st = pmc_load64(&d->state) & 0xff;
+	uint64_t gs;
+
+	if (st != PMC_BLK_CLEAN && st != PMC_BLK_DIRTY)
+		return 0;
+	if (d->vol >= c->max_volumes)
+		return 0;
+	gs = pmc_load64(&c->vols[d->vol].gen_state);
+	return PMC_VOL_STATE(gs) == PMC_VOL_ACTIVE && (uint32_t)PMC_VOL_GEN(gs) == d->vol_gen;
+}
+
+void pmc_count_adj(struct pmc_cache *c, uint32_t stripe, uint32_t vol, uint64_t state, int delta)
+{
+	if (!c->counted[stripe] || vol >= c->max_volumes)
+		return;
+	if (state == PMC_BLK_DIRTY)
+		atomic_fetch_add(&c->vrt[vol].nr_dirty, delta);
+	else if (state == PMC_BLK_CLEAN)
+		atomic_fetch_add(&c->vrt[vol].nr_clean, delta);
+}
+
+/*
+ * Walk bucket b. With target != PMC_BLK_NONE find that block physically;
+ * otherwise find the live block of (vol, lba). On success *link is the word
+ * that points at it and *blk the block. -ENOENT when absent, -EUCLEAN when
+ * the chain leaves the table or loops (media corruption).
+ */
+static int chain_walk(struct pmc_cache *c, uint64_t b, uint32_t vol, uint64_t lba,
+		      uint64_t target, uint64_t **link, uint64_t *blk)
+{
+	uint64_t *l = &c->buckets[b];
+	uint64_t steps = 0;
+
+	for (;;) {
+		uint64_t v = pmc_load64(l);
+		struct pmc_desc *d;
+
+		if (v == 0)
+			return -ENOENT;
+		if (v > c->nr_blocks || ++steps > c->nr_blocks)
+			return -EUCLEAN;
+		d = &c->descs[v - 1];
+		if (target != PMC_BLK_NONE ? v - 1 == target
+					   : d->lba == lba && d->vol == vol && pmc_desc_live(c, d)) {
+			*link = l;
+			*blk = v - 1;
+			return 0;
+		}
+		l = &d->next;
+	}
+}
+
+int pmc_index_find_blk_locked(struct pmc_cache *c, uint64_t b, uint64_t target, uint64_t **link)
+{
+	uint64_t blk;
+
+	return chain_walk(c, b, 0, 0, target, link, &blk);
+}
+
+static void set_referenced(struct pmc_cache *c, uint64_t blk)
+{
+	uint64_t *h = &c->descs[blk].hint;
+
+	if (!c->rdonly && !(pmc_load64(h) & PMC_HINT_REFERENCED))
+		__atomic_fetch_or(h, PMC_HINT_REFERENCED, __ATOMIC_RELAXED);
+}
+
+int pmc_cache_lookup_pin(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t *blk,
+			 enum pmc_block_state *state)
+{
+	uint64_t b = pmc_index_bucket(c, vol, lba);
+	uint32_t s = pmc_stripe_of(c, b);
+	uint64_t *link;
+	int rc;
+
+	pthread_mutex_lock(&c->stripe[s]);
+	rc = chain_walk(c, b, vol, lba, PMC_BLK_NONE, &link, blk);
+	if (rc == 0) {
+		pmc_pin_locked(c, *blk);
+		set_referenced(c, *blk);
+		if (state)
+			*state = (enum pmc_block_state)(pmc_load64(&c->descs[*blk].state) & 0xff);
+	}
+	pthread_mutex_unlock(&c->stripe[s]);
+	return rc;
+}
+
+int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
+		      enum pmc_block_state state)
+{
+	struct pmc_pmem *pm = c->pm;
+	struct pmc_desc *d = &c->descs[blk];
+	struct pmc_desc img = {0};
+	uint64_t b, gs, old, next, *link;
+	uint32_t s;
+	int rc;
+
+	if (c->rdonly)
+		return -EROFS;
+	PMC_BUG_ON(blk >= c->nr_blocks || pmc_cache_pins(c, blk) == 0,
+		   "publish of block %llu that the caller does not pin", (unsigned long long)blk);
+	PMC_BUG_ON(state != PMC_BLK_CLEAN && state != PMC_BLK_DIRTY, "publish in state %d", state);
+	if (vol >= c->max_volumes)
+		return -EINVAL;
+	gs = pmc_load64(&c->vols[vol].gen_state);
+	if (PMC_VOL_STATE(gs) != PMC_VOL_ACTIVE)
+		return -ESTALE;
+
+	/* step 1 (crash point publish.desc): data and descriptor, unlinked */
+	img.lba = lba;
+	img.vol = vol;
+	img.vol_gen = (uint32_t)PMC_VOL_GEN(gs);
+	img.birth_ns = pmc_now_ns();
+	img.csum = pmc_desc_csum(&img);
+	pmc_pmem_flush(pm, c->data + blk * c->block_size, c->block_size);
+	pmc_pmem_copy(pm, d, &img, offsetof(struct pmc_desc, state));
+	pmc_pmem_store8(pm, &d->state, state);
+
+	b = pmc_index_bucket(c, vol, lba);
+	s = pmc_stripe_of(c, b);
+	pthread_mutex_lock(&c->stripe[s]);
+	rc = chain_walk(c, b, vol, lba, PMC_BLK_NONE, &link, &old);
+	if (rc == -ENOENT) {
+		old = PMC_BLK_NONE;
+		link = &c->buckets[b];
+		next = pmc_load64(link);
+	} else if (rc == 0) {
+		next = pmc_load64(&c->descs[old].next);
+	} else {
+		pthread_mutex_unlock(&c->stripe[s]);
+		return rc;
+	}
+	pmc_pmem_store8(pm, &d->next, next);
+	pmc_pmem_flush(pm, d, offsetof(struct pmc_desc, ref));
+	pmc_pmem_drain(pm);
+
+	/* step 2 (crash point publish.link): one store swaps old for new */
+	pmc_pmem_store8(pm, link, blk + 1);
+	pmc_pmem_persist(pm, link, sizeof(*link));
+
+	/* step 3 (crash point publish.free_old): the old copy is unlinked and
+	 * durable; FREE only spares the allocator a chain walk */
+	if (old != PMC_BLK_NONE) {
+		uint64_t ost = pmc_load64(&c->descs[old].state) & 0xff;
+
+		pmc_pmem_store8(pm, &c->descs[old].state, PMC_BLK_FREE);
+		pmc_pmem_flush(pm, &c->descs[old].state, sizeof(uint64_t));
+		pmc_count_adj(c, s, vol, ost, -1);
+	}
+	pmc_count_adj(c, s, vol, state, +1);
+	__atomic_store_n(&d->hint, PMC_HINT_REFERENCED, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->stripe[s]);
+	return 0;
+}
+
+int pmc_cache_mark_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk)
+{
+	uint64_t b, cur, *link;
+	uint32_t s;
+	int rc;
+
+	if (c->rdonly)
+		return -EROFS;
+	b = pmc_index_bucket(c, vol, lba);
+	s = pmc_stripe_of(c, b);
+	pthread_mutex_lock(&c->stripe[s]);
+	rc = chain_walk(c, b, vol, lba, PMC_BLK_NONE, &link, &cur);
+	if (rc == 0 && cur == blk && (pmc_load64(&c->descs[blk].state) & 0xff) == PMC_BLK_DIRTY) {
+		/* crash point clean.state: one store */
+		pmc_pmem_store8(c->pm, &c->descs[blk].state, PMC_BLK_CLEAN);
+		pmc_pmem_persist(c->pm, &c->descs[blk].state, sizeof(uint64_t));
+		pmc_count_adj(c, s, vol, PMC_BLK_DIRTY, -1);
+		pmc_count_adj(c, s, vol, PMC_BLK_CLEAN, +1);
+	} else if (rc == 0 || rc == -ENOENT) {
+		rc = -ESTALE;
+	}
+	pthread_mutex_unlock(&c->stripe[s]);
+	return rc;
+}
+
+/* unlink the live copy of (vol, lba), if any */
+static int invalidate_one(struct pmc_cache *c, uint32_t vol, uint64_t lba)
+{
+	uint64_t b = pmc_index_bucket(c, vol, lba);
+	uint32_t s = pmc_stripe_of(c, b);
+	uint64_t blk, st, *link;
+	int rc;
+
+	pthread_mutex_lock(&c->stripe[s]);
+	rc = chain_walk(c, b, vol, lba, PMC_BLK_NONE, &link, &blk);
+	if (rc == 0) {
+		struct pmc_desc *d = &c->descs[blk];
+
+		st = pmc_load64(&d->state) & 0xff;
+		/* crash point invalidate.unlink: one store */
+		pmc_pmem_store8(c->pm, link, pmc_load64(&d->next));
+		pmc_pmem_persist(c->pm, link, sizeof(*link));
+		pmc_pmem_store8(c->pm, &d->state, PMC_BLK_FREE);
+		pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
+		pmc_count_adj(c, s, vol, st, -1);
+	}
+	pthread_mutex_unlock(&c->stripe[s]);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int pmc_cache_invalidate(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks)
+{
+	int rc = 0;
+
+	if (c->rdonly)
+		return -EROFS;
+	for (uint32_t i = 0; i < nblocks && rc == 0; i++)
+		rc = invalidate_one(c, vol, lba + i);
+	return rc;
+}
+
+void pmc_cache_recount(struct pmc_cache *c)
+{
+	for (uint32_t s = 0; s < c->nr_stripes; s++) {
+		pthread_mutex_lock(&c->stripe[s]);
+		if (!c->counted[s]) {
+			for (uint64_t b = s; b <= c->bucket_mask; b += c->nr_stripes) {
+				uint64_t v = pmc_load64(&c->buckets[b]), steps = 0;
+
+				while (v && v <= c->nr_blocks && ++steps <= c->nr_blocks) {
+					struct pmc_desc *d = &c->descs[v - 1];
+
+					if (pmc_desc_live(c, d)) {
+						uint64_t st = pmc_load64(&d->state) & 0xff;
+
+						if (st == PMC_BLK_DIRTY)
+							atomic_fetch_add(&c->vrt[d->vol].nr_dirty, 1);
+						else
+							atomic_fetch_add(&c->vrt[d->vol].nr_clean, 1);
+					}
+					v = pmc_load64(&d->next);
+				}
+			}
+			c->counted[s] = 1;
+		}
+		pthread_mutex_unlock(&c->stripe[s]);
+	}
+	atomic_store(&c->counts_valid, 1);
+}

@@ -1,0 +1,235 @@
+/* pmem.c - mapping pmem with libpmem2 and the store/flush/drain API.
+ *
+ * Owns: the file descriptor, the libpmem2 source and map, and the default
+ * ops table, which forwards to libpmem2's own memcpy/flush/drain for the
+ * store granularity the mapping reports (byte, cache line or page). A file
+ * on a normal file system reports page granularity: flush is msync there.
+ *
+ * Thread safety: open/close are single-threaded; the ops are safe from any
+ * thread for distinct ranges, as libpmem2's functions are.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pmem.h"
+
+struct pmc_pmem_fns {
+	pmem2_memcpy_fn memcpy;
+	pmem2_memset_fn memset;
+	pmem2_flush_fn flush;
+	pmem2_drain_fn drain;
+	unsigned copy_flags;
+};
+
+static void lp_copy(struct pmc_pmem *pm, void *dst, const void *src, size_t len)
+{
+	struct pmc_pmem_fns *f = pm->priv;
+
+	f->memcpy(dst, src, len, f->copy_flags);
+}
+
+static void lp_fill(struct pmc_pmem *pm, void *dst, int c, size_t len)
+{
+	struct pmc_pmem_fns *f = pm->priv;
+
+	f->memset(dst, c, len, f->copy_flags);
+}
+
+static void lp_store8(struct pmc_pmem *pm, uint64_t *dst, uint64_t val)
+{
+	__atomic_store_n(dst, val, __ATOMIC_RELEASE);
+}
+
+static void lp_flush(struct pmc_pmem *pm, const void *addr, size_t len)
+{
+	struct pmc_pmem_fns *f = pm->priv;
+
+	f->flush(addr, len);
+}
+
+static void lp_drain(struct pmc_pmem *pm)
+{
+	struct pmc_pmem_fns *f = pm->priv;
+
+	f->drain();
+}
+
+static const struct pmc_pmem_ops pmem2_ops = {
+	.copy = lp_copy,
+	.fill = lp_fill,
+	.store8 = lp_store8,
+	.flush = lp_flush,
+	.drain = lp_drain,
+};
+
+const char *pmc_pmem_gran_name(enum pmc_pmem_gran g)
+{
+	switch (g) {
+	case PMC_PMEM_GRAN_BYTE:
+		return "byte";
+	case PMC_PMEM_GRAN_CACHE_LINE:
+		return "cache-line";
+	case PMC_PMEM_GRAN_PAGE:
+		return "page";
+	}
+	return "unknown";
+}
+
+/* libpmem2 reports a negative code and a thread-local message */
+static int pmem2_fail(struct pmc_err *err, const char *path, const char *what, int rc)
+{
+	int e = pmem2_err_to_errno(rc);
+
+	if (e <= 0)
+		e = EIO;
+	return pmc_err_set(err, e, "pmem %s: %s: %s", path, what, pmem2_errormsg());
+}
+
+/* create or size a regular file as asked; refuses an existing other size */
+static int prepare_file(int fd, const char *path, const struct stat *st, uint64_t create_size,
+			struct pmc_err *err)
+{
+	if (create_size == 0 || (uint64_t)st->st_size == create_size)
+		return 0;
+	if (st->st_size != 0)
+		return pmc_err_set(err, EEXIST,
+				   "pmem %s: file exists with %lld bytes, asked to create %llu bytes",
+				   path, (long long)st->st_size, (unsigned long long)create_size);
+	if (ftruncate(fd, (off_t)create_size) != 0)
+		return pmc_err_set(err, errno, "pmem %s: cannot size to %llu bytes: %s", path,
+				   (unsigned long long)create_size, strerror(errno));
+	return 0;
+}
+
+int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
+		  struct pmc_err *err)
+{
+	struct pmc_pmem *pm;
+	struct pmc_pmem_fns *fns;
+	struct pmem2_config *cfg = NULL;
+	struct stat st;
+	int rc;
+
+	*out = NULL;
+	pm = calloc(1, sizeof(*pm));
+	fns = calloc(1, sizeof(*fns));
+	if (!pm || !fns) {
+		rc = pmc_err_set(err, ENOMEM, "pmem %s: out of memory", path);
+		goto err_free;
+	}
+	snprintf(pm->path, sizeof(pm->path), "%s", path);
+	pm->fd = open(path, O_RDWR | O_CLOEXEC | (create_size ? O_CREAT : 0), 0600);
+	if (pm->fd < 0) {
+		rc = pmc_err_set(err, errno, "pmem %s: cannot open: %s", path, strerror(errno));
+		goto err_free;
+	}
+	if (fstat(pm->fd, &st) != 0) {
+		rc = pmc_err_set(err, errno, "pmem %s: cannot stat: %s", path, strerror(errno));
+		goto err_close;
+	}
+	if (S_ISCHR(st.st_mode)) {
+		pm->is_devdax = 1;
+	} else if (S_ISREG(st.st_mode)) {
+		rc = prepare_file(pm->fd, path, &st, create_size, err);
+		if (rc)
+			goto err_close;
+	} else {
+		rc = pmc_err_set(err, EINVAL,
+				 "pmem %s: neither a devdax character device nor a regular file",
+				 path);
+		goto err_close;
+	}
+
+	rc = pmem2_source_from_fd(&pm->src, pm->fd);
+	if (rc) {
+		rc = pmem2_fail(err, path, "not usable as pmem", rc);
+		goto err_close;
+	}
+	rc = pmem2_config_new(&cfg);
+	if (rc) {
+		rc = pmem2_fail(err, path, "config", rc);
+		goto err_source;
+	}
+	rc = pmem2_config_set_required_store_granularity(cfg, PMEM2_GRANULARITY_PAGE);
+	if (!rc)
+		rc = pmem2_map_new(&pm->map, cfg, pm->src);
+	pmem2_config_delete(&cfg);
+	if (rc) {
+		rc = pmem2_fail(err, path, "cannot map", rc);
+		goto err_source;
+	}
+
+	pm->base = pmem2_map_get_address(pm->map);
+	pm->size = pmem2_map_get_size(pm->map);
+	switch (pmem2_map_get_store_granularity(pm->map)) {
+	case PMEM2_GRANULARITY_BYTE:
+		pm->gran = PMC_PMEM_GRAN_BYTE;
+		break;
+	case PMEM2_GRANULARITY_CACHE_LINE:
+		pm->gran = PMC_PMEM_GRAN_CACHE_LINE;
+		break;
+	default:
+		pm->gran = PMC_PMEM_GRAN_PAGE;
+		break;
+	}
+	fns->memcpy = pmem2_get_memcpy_fn(pm->map);
+	fns->memset = pmem2_get_memset_fn(pm->map);
+	fns->flush = pmem2_get_flush_fn(pm->map);
+	fns->drain = pmem2_get_drain_fn(pm->map);
+	/* page granularity: copy plainly and msync on flush; otherwise let
+	 * libpmem2 pick temporal or non-temporal stores and flush as it goes */
+	fns->copy_flags = pm->gran == PMC_PMEM_GRAN_PAGE ? PMEM2_F_MEM_NOFLUSH : PMEM2_F_MEM_NODRAIN;
+	pm->ops = &pmem2_ops;
+	pm->priv = fns;
+	*out = pm;
+	return 0;
+
+err_source:
+	pmem2_source_delete(&pm->src);
+err_close:
+	close(pm->fd);
+err_free:
+	free(fns);
+	free(pm);
+	return rc;
+}
+
+int pmc_pmem_wrap(void *base, uint64_t size, const struct pmc_pmem_ops *ops, void *priv,
+		  struct pmc_pmem **out)
+{
+	struct pmc_pmem *pm = calloc(1, sizeof(*pm));
+
+	*out = NULL;
+	if (!pm)
+		return -ENOMEM;
+	pm->base = base;
+	pm->size = size;
+	pm->ops = ops;
+	pm->priv = priv;
+	pm->gran = PMC_PMEM_GRAN_CACHE_LINE;
+	pm->fd = -1;
+	snprintf(pm->path, sizeof(pm->path), "(buffer)");
+	*out = pm;
+	return 0;
+}
+
+void pmc_pmem_close(struct pmc_pmem *pm)
+{
+	if (!pm)
+		return;
+	if (pm->map) {
+		pmem2_map_delete(&pm->map);
+		free(pm->priv);
+	}
+	if (pm->src)
+		pmem2_source_delete(&pm->src);
+	if (pm->fd >= 0)
+		close(pm->fd);
+	free(pm);
+}
