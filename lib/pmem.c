@@ -81,13 +81,13 @@ const char *pmc_pmem_gran_name(enum pmc_pmem_gran g)
 	return "unknown";
 }
 
-/* libpmem2 reports a negative code and a thread-local message */
+/* libpmem2 reports a negative errno, or one of its own codes at or below
+ * PMEM2_E_UNKNOWN, plus a thread-local message (copied here at once). The
+ * library's pmem2_err_to_errno() is declared but not exported in 1.12. */
 static int pmem2_fail(struct pmc_err *err, const char *path, const char *what, int rc)
 {
-	int e = pmem2_err_to_errno(rc);
+	int e = rc < 0 && rc > PMEM2_E_UNKNOWN ? -rc : EINVAL;
 
-	if (e <= 0)
-		e = EIO;
 	return pmc_err_set(err, e, "pmem %s: %s: %s", path, what, pmem2_errormsg());
 }
 
