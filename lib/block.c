@@ -10,7 +10,8 @@
  *
  * Allocation is a CLOCK sweep over the descriptors. A candidate is first
  * claimed (its pins go from 0 to 1 in one CAS, so two allocators never get
- * the same block), then taken if it is FREE, an orphan (in no chain: left
+ * the same block), then taken if, once it is known to be in no chain, the
+ * claim is still its only pin, and it is FREE, an orphan (in no chain: left
  * by a crash between storing a descriptor and linking it, or by an
  * overwrite), stale (its volume was removed), or, when eviction is allowed,
  * clean, unpinned by anyone else and not referenced since the hand last
@@ -120,7 +121,8 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int evict)
 		}
 		pmc_count_adj(c, s, vol, PMC_BLK_CLEAN, -1);
 	}
-	/* live clean (evicted) or stale: unlink durably before reuse */
+	/* crash point reclaim.unlink: live clean (evicted) or stale, unlinked
+	 * durably before the caller may overwrite the data */
 	pmc_pmem_store8(c->pm, link, pmc_load64(&d->next));
 	pmc_pmem_persist(c->pm, link, sizeof(*link));
 	pmc_pmem_store8(c->pm, &d->state, PMC_BLK_FREE);
@@ -143,8 +145,13 @@ int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk)
 
 		if (!claim(c, i))
 			continue;
-		if ((pmc_load64(&c->descs[i].state) & 0xff) == PMC_BLK_FREE ||
-		    reclaim(c, i, evict) == 0) {
+		/* The claim only says nobody pinned the block at that instant: a
+		 * reader may have pinned it since, while it was still linked.
+		 * Once it is known to be in no chain no new pin can appear, so
+		 * ours must then be the only one. */
+		if (((pmc_load64(&c->descs[i].state) & 0xff) == PMC_BLK_FREE ||
+		     reclaim(c, i, evict) == 0) &&
+		    pmc_cache_pins(c, i) == 1) {
 			*blk = i;
 			return 0;
 		}

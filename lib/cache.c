@@ -122,18 +122,19 @@ static int volumes_check(struct pmc_cache *c, struct pmc_err *err)
 		if (st == PMC_VOL_FREE)
 			continue;
 		if (st != PMC_VOL_ACTIVE)
-			return pmc_err_set(err, EUCLEAN, "volume slot %u: bad state %u", i, st);
+			return pmc_err_set(err, EUCLEAN, "pmem %s: volume slot %u: bad state %u", c->pm->path, i, st);
 		if (v->csum != pmc_vol_csum(v))
-			return pmc_err_set(err, EUCLEAN, "volume slot %u: bad checksum", i);
+			return pmc_err_set(err, EUCLEAN, "pmem %s: volume slot %u: bad checksum", c->pm->path, i);
 		if (!valid_name(v->name, PMC_VOLUME_NAME_MAX) ||
 		    memchr(v->disk, 0, sizeof(v->disk)) == NULL)
-			return pmc_err_set(err, EUCLEAN, "volume slot %u: malformed name or disk", i);
+			return pmc_err_set(err, EUCLEAN, "pmem %s: volume slot %u: malformed name or disk",
+					   c->pm->path, i);
 		for (uint32_t j = 0; j < i; j++)
 			if (PMC_VOL_STATE(c->vols[j].gen_state) == PMC_VOL_ACTIVE &&
 			    !strcmp(c->vols[j].name, v->name))
 				return pmc_err_set(err, EUCLEAN,
-						   "volume slots %u and %u: both named '%s'", j, i,
-						   v->name);
+						   "pmem %s: volume slots %u and %u: both named '%s'",
+						   c->pm->path, j, i, v->name);
 	}
 	return 0;
 }

@@ -88,7 +88,12 @@ static int pmem2_fail(struct pmc_err *err, const char *path, const char *what, i
 {
 	int e = rc < 0 && rc > PMEM2_E_UNKNOWN ? -rc : EINVAL;
 
-	return pmc_err_set(err, e, "pmem %s: %s: %s", path, what, pmem2_errormsg());
+
+	const char *m = pmem2_errormsg();
+
+	if (m && *m)
+		return pmc_err_set(err, e, "pmem %s: %s: %s", path, what, m);
+	return pmc_err_set(err, e, "pmem %s: %s", path, what);
 }
 
 /* create or size a regular file as asked; refuses an existing other size */
@@ -148,7 +153,10 @@ int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
 
 	rc = pmem2_source_from_fd(&pm->src, pm->fd);
 	if (rc) {
-		rc = pmem2_fail(err, path, "not usable as pmem", rc);
+		rc = pmem2_fail(err, path,
+				pm->is_devdax ? "character device is not a devdax namespace"
+					      : "not usable as pmem",
+				rc);
 		goto err_close;
 	}
 	rc = pmem2_config_new(&cfg);

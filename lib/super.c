@@ -112,7 +112,7 @@ int pmc_geom_compute(uint64_t pmem_size, uint32_t block_size, uint32_t max_volum
 	geom_for(g, lo);
 	if (lo < MIN_BLOCKS)
 		return pmc_err_set(err, ENOSPC,
-				   "pmem of %" PRIu64 " bytes is too small: it holds %" PRIu64
+				   "%" PRIu64 " bytes are too small: they hold %" PRIu64
 				   " blocks of %u bytes, at least %u are needed",
 				   pmem_size, lo, block_size, MIN_BLOCKS);
 	return 0;
@@ -152,23 +152,25 @@ static const char *sb_copy_problem(const struct pmc_sb *sb, char *buf, size_t le
 	return NULL;
 }
 
-static int geom_check(const struct pmc_sb *sb, uint64_t pmem_size, struct pmc_err *err)
+static int geom_check(const struct pmc_sb *sb, const char *path, uint64_t pmem_size,
+		      struct pmc_err *err)
 {
 	struct pmc_geom g;
 	struct pmc_err gerr = {0};
 
 	if (sb->pmem_size != pmem_size)
 		return pmc_err_set(err, EINVAL,
-				   "superblock: records a pmem size of %" PRIu64
+				   "pmem %s: superblock records a size of %" PRIu64
 				   " bytes but the device has %" PRIu64 " bytes",
-				   sb->pmem_size, pmem_size);
+				   path, sb->pmem_size, pmem_size);
 	if (pmc_geom_compute(sb->pmem_size, sb->block_size, sb->max_volumes, &g, &gerr))
-		return pmc_err_set(err, EINVAL, "superblock: bad geometry: %s", gerr.msg);
+		return pmc_err_set(err, EINVAL, "pmem %s: superblock has a bad geometry: %s", path, gerr.msg);
 #define GEOM_FIELD(f)                                                                              \
 	if (sb->f != g.f)                                                                          \
 		return pmc_err_set(err, EINVAL,                                                    \
-				   "superblock: field " #f " is %" PRIu64 ", geometry says %" PRIu64, \
-				   (uint64_t)sb->f, (uint64_t)g.f);
+				   "pmem %s: superblock field " #f " is %" PRIu64       \
+				   ", geometry says %" PRIu64,                              \
+				   path, (uint64_t)sb->f, (uint64_t)g.f);
 	GEOM_FIELD(nr_blocks)
 	GEOM_FIELD(nr_buckets)
 	GEOM_FIELD(vol_off)
@@ -177,7 +179,7 @@ static int geom_check(const struct pmc_sb *sb, uint64_t pmem_size, struct pmc_er
 	GEOM_FIELD(data_off)
 #undef GEOM_FIELD
 	if (sb->clean > 1)
-		return pmc_err_set(err, EINVAL, "superblock: clean flag is %u", sb->clean);
+		return pmc_err_set(err, EINVAL, "pmem %s: superblock clean flag is %u", path, sb->clean);
 	return 0;
 }
 
@@ -206,12 +208,15 @@ int pmc_sb_load(struct pmc_pmem *pm, struct pmc_sb *out, unsigned *slot, struct 
 			return pmc_err_set(err, ENODATA,
 					   "pmem %s: no pmcache superblock (foreign data at offset 0)",
 					   pm->path);
+		if (!strcmp(why[0], why[1]))
+			return pmc_err_set(err, EUCLEAN, "pmem %s: superblock (both copies): %s",
+					   pm->path, why[0]);
 		return pmc_err_set(err, EUCLEAN, "pmem %s: superblock copy 0: %s; copy 1: %s",
 				   pm->path, why[0], why[1]);
 	}
 	*out = sb[best];
 	*slot = (unsigned)best;
-	return geom_check(out, pm->size, err);
+	return geom_check(out, pm->path, pm->size, err);
 }
 
 void pmc_sb_commit(struct pmc_cache *c)

@@ -60,7 +60,7 @@ static void rec_store8(struct pmc_pmem *pm, uint64_t *dst, uint64_t val)
 		fprintf(stderr, "simpmem: unaligned 8-byte store\n");
 		abort();
 	}
-	*dst = val;
+	__atomic_store_n(dst, val, __ATOMIC_RELEASE);
 	mark(sim_of(pm), dst, 8);
 }
 
@@ -147,9 +147,10 @@ static void d_fill(struct pmc_pmem *pm, void *dst, int c, size_t len)
 	memset(dst, c, len);
 }
 
+/* release, as the real store8 is: loads of the word acquire */
 static void d_store8(struct pmc_pmem *pm, uint64_t *dst, uint64_t val)
 {
-	*dst = val;
+	__atomic_store_n(dst, val, __ATOMIC_RELEASE);
 }
 
 static void d_flush(struct pmc_pmem *pm, const void *addr, size_t len)

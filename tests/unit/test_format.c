@@ -1,0 +1,232 @@
+/* test_format.c - format, open and every refusal of open: each refusal has
+ * a one-line message naming the problem and leaves the pmem untouched. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "cache.h"
+#include "format.h"
+#include "t.h"
+
+static char path[256];
+static struct pmc_err err;
+
+static uLong file_crc(void)
+{
+	static char buf[1 << 16];
+	uLong crc = crc32(0L, Z_NULL, 0);
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	T_TRUE(fd >= 0);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		crc = crc32(crc, (const Bytef *)buf, (uInt)n);
+	close(fd);
+	return crc;
+}
+
+static void poke(off_t off, const void *p, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+
+	T_TRUE(fd >= 0);
+	T_EQ(pwrite(fd, p, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static void peek(off_t off, void *p, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+
+	T_TRUE(fd >= 0);
+	T_EQ(pread(fd, p, len, off), (ssize_t)len);
+	close(fd);
+}
+
+/* open must fail with code and text, and not change a byte of the file */
+static void refused(int code, const char *text)
+{
+	struct pmc_pmem *pm;
+	struct pmc_cache *c = NULL;
+	uLong before = file_crc();
+
+	T_OK(pmc_pmem_open(path, 0, &pm, &err));
+	T_ERR(pmc_cache_open(pm, 0, &c, &err), code, text);
+	T_TRUE(c == NULL);
+	T_ERR(pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, &err), code, text);
+	pmc_pmem_close(pm);
+	T_EQ(file_crc(), before);
+}
+
+static void fresh(uint64_t size)
+{
+	struct pmc_pmem *pm;
+
+	unlink(path);
+	T_OK(pmc_pmem_open(path, size, &pm, &err));
+	T_OK(pmc_cache_format(pm, NULL, &err));
+	pmc_pmem_close(pm);
+}
+
+/* rewrite superblock copy i through fn, fixing its checksum when asked */
+static void edit_sb(unsigned i, void (*fn)(struct pmc_sb *), int fix_csum)
+{
+	struct pmc_sb sb;
+
+	peek((off_t)i * PMC_SB_SLOT, &sb, sizeof(sb));
+	fn(&sb);
+	if (fix_csum)
+		sb.csum = (uint32_t)crc32(0L, (const Bytef *)&sb, offsetof(struct pmc_sb, csum));
+	poke((off_t)i * PMC_SB_SLOT, &sb, sizeof(sb));
+}
+
+static void flip_byte(struct pmc_sb *sb)
+{
+	sb->nr_blocks ^= 1;
+}
+static void newer_major(struct pmc_sb *sb)
+{
+	sb->major = 2;
+}
+static void unknown_incompat(struct pmc_sb *sb)
+{
+	sb->incompat |= 1ull << 17;
+}
+static void unknown_ro_compat(struct pmc_sb *sb)
+{
+	sb->ro_compat |= 1ull << 3;
+}
+static void bad_geometry(struct pmc_sb *sb)
+{
+	sb->data_off += 2u << 20;
+}
+
+int main(void)
+{
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	struct pmc_cache_info info;
+	const uint64_t size = 16u << 20;
+	char junk[4096];
+
+	snprintf(path, sizeof(path), "%s/pmc-test-format.%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+		 getpid());
+
+	/* a fresh file: blank */
+	unlink(path);
+	T_OK(pmc_pmem_open(path, size, &pm, &err));
+	T_EQ(pm->size, size);
+	pmc_pmem_close(pm);
+	refused(ENODATA, "no pmcache superblock (blank");
+
+	/* foreign data at the start */
+	memset(junk, 0x5a, sizeof(junk));
+	poke(0, junk, sizeof(junk));
+	poke(PMC_SB_SLOT, junk, sizeof(junk));
+	refused(ENODATA, "foreign data");
+
+	/* format and open: geometry, clean state, epoch */
+	fresh(size);
+	T_OK(pmc_pmem_open(path, 0, &pm, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	pmc_cache_get_info(c, &info);
+	T_EQ(info.block_size, 4096);
+	T_EQ(info.data_off % (2u << 20), 0);
+	T_TRUE(info.nr_blocks > 0 && info.data_off + info.nr_blocks * 4096 <= size);
+	T_EQ(info.was_clean, 1);
+	T_EQ(info.counts_valid, 1);
+	T_EQ(info.boot_epoch, 1);
+	printf("ok: 16 MiB holds %llu blocks, data at %llu\n", (unsigned long long)info.nr_blocks,
+	       (unsigned long long)info.data_off);
+	pmc_cache_abandon(c); /* a crash: not clean */
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	pmc_cache_get_info(c, &info);
+	T_EQ(info.was_clean, 0);
+	T_EQ(info.counts_valid, 0);
+	T_EQ(info.boot_epoch, 2);
+	pmc_cache_recount(c);
+	pmc_cache_get_info(c, &info);
+	T_EQ(info.counts_valid, 1);
+	pmc_cache_close(c);
+	T_OK(pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, &err));
+	pmc_cache_get_info(c, &info);
+	T_EQ(info.was_clean, 1);
+	T_EQ(info.rdonly, 1);
+	{
+		uint32_t vol;
+		T_ERR(pmc_cache_volume_add(c, "v", "/dev/x", 1 << 20, &vol, &err), EROFS, "read-only");
+	}
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+
+	/* one corrupt copy: the other one serves */
+	edit_sb(0, flip_byte, 0);
+	edit_sb(1, flip_byte, 0);
+	refused(EUCLEAN, "superblock (both copies): bad checksum");
+	fresh(size);
+	edit_sb(1, flip_byte, 0);
+	T_OK(pmc_pmem_open(path, 0, &pm, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	printf("ok: opened with superblock copy 1 corrupt\n");
+
+	/* newer format, unknown features, inconsistent geometry */
+	fresh(size);
+	edit_sb(0, newer_major, 1);
+	edit_sb(1, newer_major, 1);
+	refused(EUCLEAN, "format version 2.0 is newer than this build supports (1.x)");
+	fresh(size);
+	edit_sb(0, unknown_incompat, 1);
+	edit_sb(1, unknown_incompat, 1);
+	refused(EUCLEAN, "unknown incompatible features 0x20000");
+	fresh(size);
+	edit_sb(0, bad_geometry, 1);
+	edit_sb(1, bad_geometry, 1);
+	refused(EINVAL, "superblock field data_off");
+	fresh(size);
+	edit_sb(0, unknown_ro_compat, 1);
+	edit_sb(1, unknown_ro_compat, 1);
+	T_OK(pmc_pmem_open(path, 0, &pm, &err));
+	T_ERR(pmc_cache_open(pm, 0, &c, &err), EROFS, "unknown read-only features");
+	T_OK(pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, &err));
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+
+	/* size that does not match the device */
+	fresh(size);
+	T_EQ(truncate(path, (off_t)size + (4u << 20)), 0);
+	refused(EINVAL, "superblock records a size of 16777216 bytes but the device has 20971520 bytes");
+
+	/* a volume slot with a bad checksum */
+	fresh(size);
+	T_OK(pmc_pmem_open(path, 0, &pm, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	{
+		uint32_t vol;
+		T_OK(pmc_cache_volume_add(c, "data0", "/dev/nvme0n1", 1 << 30, &vol, &err));
+	}
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	poke(PMC_VOL_OFF + offsetof(struct pmc_vol, name), "X", 1);
+	refused(EUCLEAN, "volume slot 0: bad checksum");
+
+	/* bad format requests */
+	unlink(path);
+	T_OK(pmc_pmem_open(path, 1u << 20, &pm, &err));
+	T_ERR(pmc_cache_format(pm, NULL, &err), ENOSPC, "too small");
+	T_ERR(pmc_cache_format(pm, &(struct pmc_format_opts){.block_size = 5000}, &err), EINVAL,
+	      "block size 5000");
+	pmc_pmem_close(pm);
+
+	/* pmem layer: wrong sizes and kinds */
+	T_ERR(pmc_pmem_open(path, 2u << 20, &pm, &err), EEXIST, "file exists with 1048576 bytes");
+	T_ERR(pmc_pmem_open("/nonexistent/dir/pmem", 0, &pm, &err), ENOENT, "cannot open");
+	T_ERR(pmc_pmem_open("/tmp", 0, &pm, &err), EISDIR, "cannot open");
+	T_ERR(pmc_pmem_open("/dev/null", 0, &pm, &err), EINVAL, "/dev/null: character device is not a devdax namespace");
+	unlink(path);
+	printf("PASS test_format\n");
+	return 0;
+}
