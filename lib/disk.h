@@ -1,0 +1,48 @@
+/* disk.h - a backing disk: a block device or a file, opened O_DIRECT.
+ *
+ * All I/O to a disk goes through its ops table, so tests can plug in a disk
+ * that injects errors, short transfers and latency. Hooks are called on the
+ * thread that owns the ring the I/O runs on.
+ */
+#ifndef PMC_DISK_H
+#define PMC_DISK_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "ring.h"
+
+struct pmc_disk;
+
+struct pmc_disk_ops {
+	/* required: start io; the default is pmc_ring_submit_raw() */
+	void (*submit)(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io);
+	/* optional: see each raw completion first and return the result to use
+	 * (bytes or -errno): a smaller count makes a short transfer */
+	int (*complete)(struct pmc_disk *d, struct pmc_io *io, int res);
+};
+
+struct pmc_disk {
+	int fd;
+	uint64_t size;		/* bytes */
+	uint32_t lbs;		/* logical block size: O_DIRECT alignment */
+	uint32_t pbs;		/* physical block size */
+	int is_blkdev;
+	int can_discard;
+	char path[256];
+	const struct pmc_disk_ops *ops;
+	void *priv;		/* owned by whoever set ops */
+};
+
+extern const struct pmc_disk_ops pmc_disk_default_ops;
+
+/*
+ * Open path read-write with O_DIRECT. A block device is opened O_EXCL: one
+ * that is mounted or held by another driver is refused (-EBUSY). A file is
+ * used as is. min_size > 0 refuses a disk smaller than that many bytes.
+ */
+int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
+		  struct pmc_err *err);
+void pmc_disk_close(struct pmc_disk *d);
+
+#endif

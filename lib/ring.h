@@ -1,0 +1,89 @@
+/* ring.h - one io_uring per thread, moving data between backing disks and
+ * the pmem mapping (or request buffers) with O_DIRECT.
+ *
+ * A ring is owned by the thread that created it; every call here is made
+ * from that thread. At most `depth` I/Os are in flight; more wait in a FIFO
+ * backlog. Short transfers are continued and -EAGAIN is retried, so a
+ * completion callback sees either the whole length or a negative errno.
+ * Completions are delivered only from pmc_ring_poll(), never from inside
+ * a submit call. An eventfd (pmc_ring_eventfd) becomes readable when
+ * completions are pending, for an event loop.
+ *
+ * Where the kernel allows long-term pins of the pmem mapping (devdax,
+ * shmem), the ring registers it as fixed buffers and single-segment
+ * transfers into it use READ_FIXED / WRITE_FIXED; elsewhere (a file on
+ * ext4: EFAULT) it uses plain vectored reads and writes.
+ */
+#ifndef PMC_RING_H
+#define PMC_RING_H
+
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "err.h"
+
+struct pmc_ring;
+struct pmc_disk;
+struct pmc_pmem;
+
+enum pmc_io_op {
+	PMC_IO_READ,
+	PMC_IO_WRITE,
+	PMC_IO_FSYNC,	/* fdatasync of the disk */
+	PMC_IO_DISCARD, /* punch a hole / discard the range */
+};
+
+struct pmc_io {
+	/* set by the submitter */
+	enum pmc_io_op op;
+	struct pmc_disk *disk;
+	uint64_t off;		/* bytes into the disk */
+	uint64_t len;		/* bytes; READ/WRITE: sum of iov lengths */
+	struct iovec *iov;	/* READ/WRITE; the ring may advance it in place */
+	int iovcnt;
+	int rw_flags;		/* e.g. RWF_DSYNC for FUA */
+	void (*cb)(struct pmc_io *io, int res); /* res: 0 or -errno */
+	void *priv;
+	/* owned by the ring */
+	uint64_t done;		/* bytes transferred so far */
+	uint64_t due_ns;	/* deferred work: when */
+	int defer_res;		/* deferred completion result, or 1 = submit */
+	struct pmc_io *next;
+};
+
+struct pmc_ring_info {
+	unsigned depth;
+	int fixed;		/* pmem registered as fixed buffers */
+	int fixed_err;		/* errno of the failed registration, or 0 */
+	uint64_t submitted;	/* SQEs */
+	uint64_t short_retries;
+	uint64_t eagain_retries;
+};
+
+/* pm may be NULL (no fixed buffers). */
+int pmc_ring_create(unsigned depth, struct pmc_pmem *pm, struct pmc_ring **out,
+		    struct pmc_err *err);
+/* In-flight I/O must have completed (pmc_ring_idle()). */
+void pmc_ring_destroy(struct pmc_ring *r);
+
+/* Start io through its disk's ops (which may inject faults or delay). */
+void pmc_ring_submit(struct pmc_ring *r, struct pmc_io *io);
+/* Start io on the real disk now (used by disk ops). */
+void pmc_ring_submit_raw(struct pmc_ring *r, struct pmc_io *io);
+/* Complete io with res after delay_ns, from a later poll. */
+void pmc_ring_complete_later(struct pmc_ring *r, struct pmc_io *io, int res, uint64_t delay_ns);
+/* Submit io raw after delay_ns, from a later poll. */
+void pmc_ring_submit_later(struct pmc_ring *r, struct pmc_io *io, uint64_t delay_ns);
+
+/* Reap completions and run callbacks. With wait, block until at least one
+ * callback ran or timeout_ns passed (0 = no limit). Returns the number of
+ * callbacks run or -errno. */
+int pmc_ring_poll(struct pmc_ring *r, int wait, uint64_t timeout_ns);
+/* I/Os submitted and not yet completed (including deferred and backlog) */
+unsigned pmc_ring_busy(struct pmc_ring *r);
+int pmc_ring_eventfd(struct pmc_ring *r);
+void pmc_ring_get_info(struct pmc_ring *r, struct pmc_ring_info *info);
+
+uint64_t pmc_mono_ns(void);
+
+#endif
