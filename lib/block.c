@@ -120,6 +120,7 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int evict)
 			goto out;
 		}
 		pmc_count_adj(c, s, vol, PMC_BLK_CLEAN, -1);
+		atomic_fetch_add(&c->evictions, 1);
 	}
 	/* crash point reclaim.unlink: live clean (evicted) or stale, unlinked
 	 * durably before the caller may overwrite the data */

@@ -271,6 +271,7 @@ void pmc_cache_get_info(struct pmc_cache *c, struct pmc_cache_info *info)
 	info->data_off = c->sb.data_off;
 	info->boot_epoch = c->sb.boot_epoch;
 	info->counts_valid = atomic_load(&c->counts_valid);
+	info->evictions = atomic_load(&c->evictions);
 	info->was_clean = c->was_clean;
 	info->rdonly = c->rdonly;
 	memcpy(info->uuid, c->sb.uuid, sizeof(info->uuid));

@@ -68,6 +68,7 @@ struct pmc_cache_info {
 	uint64_t nr_dirty;	/* linked dirty blocks; valid when counts_valid */
 	uint64_t nr_clean;	/* linked clean blocks; valid when counts_valid */
 	int counts_valid;
+	uint64_t evictions;	/* clean blocks evicted since open */
 	int was_clean;		/* the last close was clean (no crash recovery) */
 	int rdonly;
 	uint8_t uuid[16];
@@ -158,6 +159,18 @@ int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk);
  */
 int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
 		      enum pmc_block_state state);
+
+/*
+ * Read-miss fills: take a snapshot before reading the disk, then publish the
+ * block CLEAN only if no copy appeared and no write or invalidation touched
+ * the key's stripe meanwhile (-EEXIST, -ESTALE: nothing changed, the caller
+ * keeps its pin and frees the block by unpinning it). Writers that bypass
+ * the cache invalidate before and after their disk write, so a fill that
+ * read old data can never be published after the new data reached the disk.
+ */
+uint32_t pmc_cache_fill_seq(struct pmc_cache *c, uint32_t vol, uint64_t lba);
+int pmc_cache_publish_fill(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
+			   uint32_t snap);
 
 /* After write-back of blk's data is durable on the disk: mark it clean if it
  * is still the current copy of (vol, lba). Returns 0, or -ESTALE when blk was

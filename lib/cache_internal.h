@@ -52,6 +52,10 @@ struct pmc_cache {
 	uint8_t counted[PMC_STRIPES_MAX];
 	atomic_int counts_valid;
 	atomic_uint_fast64_t hand; /* CLOCK hand over the descriptors */
+	/* bumped under stripe[s] by every publish and invalidate in the stripe:
+	 * a fill publishes only if its snapshot still matches (pmc_cache_fill_seq) */
+	atomic_uint fill_seq[PMC_STRIPES_MAX];
+	atomic_uint_fast64_t evictions; /* clean blocks evicted */
 };
 
 /* super.c */

@@ -125,8 +125,15 @@ int pmc_cache_lookup_pin(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
 	return rc;
 }
 
-int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
-		      enum pmc_block_state state)
+uint32_t pmc_cache_fill_seq(struct pmc_cache *c, uint32_t vol, uint64_t lba)
+{
+	return atomic_load(&c->fill_seq[pmc_stripe_of(c, pmc_index_bucket(c, vol, lba))]);
+}
+
+/* fill: 0 for a write (replace any copy), 1 for a fill (only if absent and
+ * the stripe's sequence still equals snap) */
+static int publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
+		   enum pmc_block_state state, int fill, uint32_t snap)
 {
 	struct pmc_pmem *pm = c->pm;
 	struct pmc_desc *d = &c->descs[blk];
@@ -153,13 +160,19 @@ int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t 
 	img.birth_ns = pmc_now_ns();
 	img.csum = pmc_desc_csum(&img);
 	pmc_pmem_flush(pm, c->data + blk * c->block_size, c->block_size);
-	pmc_pmem_copy(pm, d, &img, offsetof(struct pmc_desc, state));
+	/* word by word: scanners read the key with atomic loads */
+	for (unsigned w = 0; w < offsetof(struct pmc_desc, state) / 8; w++)
+		pmc_pmem_store8(pm, (uint64_t *)d + w, ((uint64_t *)&img)[w]);
 	pmc_pmem_store8(pm, &d->state, state);
 
 	b = pmc_index_bucket(c, vol, lba);
 	s = pmc_stripe_of(c, b);
 	pthread_mutex_lock(&c->stripe[s]);
 	rc = chain_walk(c, b, vol, lba, PMC_BLK_NONE, &link, &old);
+	if (fill && (rc == 0 || atomic_load(&c->fill_seq[s]) != snap)) {
+		pthread_mutex_unlock(&c->stripe[s]);
+		return rc == 0 ? -EEXIST : -ESTALE;
+	}
 	if (rc == -ENOENT) {
 		old = PMC_BLK_NONE;
 		link = &c->buckets[b];
@@ -189,8 +202,21 @@ int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t 
 	}
 	pmc_count_adj(c, s, vol, state, +1);
 	__atomic_store_n(&d->hint, PMC_HINT_REFERENCED, __ATOMIC_RELAXED);
+	atomic_fetch_add(&c->fill_seq[s], 1);
 	pthread_mutex_unlock(&c->stripe[s]);
 	return 0;
+}
+
+int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
+		      enum pmc_block_state state)
+{
+	return publish(c, vol, lba, blk, state, 0, 0);
+}
+
+int pmc_cache_publish_fill(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
+			   uint32_t snap)
+{
+	return publish(c, vol, lba, blk, PMC_BLK_CLEAN, 1, snap);
 }
 
 int pmc_cache_mark_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk)
@@ -239,6 +265,8 @@ static int invalidate_one(struct pmc_cache *c, uint32_t vol, uint64_t lba)
 		pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
 		pmc_count_adj(c, s, vol, st, -1);
 	}
+	/* even when nothing was cached: a fill in flight must not land */
+	atomic_fetch_add(&c->fill_seq[s], 1);
 	pthread_mutex_unlock(&c->stripe[s]);
 	return rc == -ENOENT ? 0 : rc;
 }

@@ -1,0 +1,150 @@
+/* engine.h - the cache engine: requests on volumes, served from pmem or the
+ * backing disks through per-thread io_uring queues, with write-back.
+ *
+ * Threads: an engine is shared; each thread that submits requests owns a
+ * struct pmc_queue (its ring, its request contexts, its statistics). One
+ * queue - usually on its own thread - also runs write-back
+ * (pmc_engine_writeback_step). Every call taking a queue is made from the
+ * queue's thread; engine-level calls (attach, set_mode, stats) from any
+ * thread. Request callbacks run from pmc_queue_poll() on the queue's thread.
+ *
+ * Requests are in bytes and must be aligned to the cache block size (the
+ * daemon exports that as the device's logical block size); a request that
+ * is not, or runs past the volume's end, is refused at submit.
+ */
+#ifndef PMC_ENGINE_H
+#define PMC_ENGINE_H
+
+#include <stdint.h>
+
+#include "cache.h"
+#include "disk.h"
+#include "err.h"
+#include "stats.h"
+
+enum pmc_mode {
+	PMC_MODE_WRITE_BACK = 0,    /* acknowledged once persistent in pmem */
+	PMC_MODE_WRITE_THROUGH = 1, /* pmem and disk, acknowledged after both */
+	PMC_MODE_WRITE_AROUND = 2,  /* writes to disk only, cached copy dropped */
+	PMC_MODE_PASS_THROUGH = 3,  /* the cache is bypassed */
+};
+
+enum pmc_nospace {
+	PMC_NOSPACE_WAIT = 0,	/* a write finding no free block waits for write-back */
+	PMC_NOSPACE_AROUND = 1, /* ... or goes to the disk, dropping the cached copy */
+};
+
+const char *pmc_mode_name(enum pmc_mode m);
+int pmc_mode_parse(const char *s, enum pmc_mode *m);
+
+struct pmc_volume_conf {
+	enum pmc_mode mode;
+	uint32_t admit_after_misses; /* admit a missed block on its Nth miss; 0 or 1: at once */
+	uint64_t seq_cutoff_bytes;   /* sequential reads beyond this are not admitted; 0: off */
+	enum pmc_nospace nospace;
+};
+
+struct pmc_wb_conf {
+	uint32_t high_pct;	  /* start write-back above this % of blocks dirty (default 50) */
+	uint32_t low_pct;	  /* stop below this % (default 30) */
+	uint64_t max_age_ms;	  /* write back blocks dirty for longer than this (default 30000) */
+	uint32_t max_io_bytes;	  /* merge neighbours into writes up to this size (default 1 MiB) */
+	uint32_t max_inflight;	  /* write-back writes at once when idle (default 32) */
+	uint32_t busy_inflight;	  /* ... while foreground I/O runs (default 4) */
+	uint32_t idle_ms;	  /* no foreground request for this long = idle (default 100) */
+	uint32_t retry_ms;	  /* first back-off after a disk error, doubling to 60 s (default 1000) */
+	uint32_t max_req_bytes;	  /* largest request (default 1 MiB) */
+};
+
+void pmc_wb_conf_default(struct pmc_wb_conf *wb);
+void pmc_volume_conf_default(struct pmc_volume_conf *vc);
+
+struct pmc_engine;
+struct pmc_queue;
+
+/* The cache must use 4 KiB blocks. Runs no recount; write-back does it. */
+int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct pmc_engine **out,
+		      struct pmc_err *err);
+/* All queues destroyed first. Closes the attached disks. */
+void pmc_engine_destroy(struct pmc_engine *e);
+
+/*
+ * Serve volume `name` from disk (the engine owns disk on success). A volume
+ * the cache does not know is added with the disk's size (rounded down to the
+ * block size); a known one needs a disk at least as large as recorded.
+ */
+int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
+		      const struct pmc_volume_conf *vc, uint32_t *vol, struct pmc_err *err);
+/*
+ * Change the mode. Leaving write-back first writes back the volume's dirty
+ * data: until that is done new writes go through to the disk, and
+ * pmc_engine_get_mode() reports the old mode with draining set.
+ */
+int pmc_engine_set_mode(struct pmc_engine *e, uint32_t vol, enum pmc_mode mode,
+			struct pmc_err *err);
+int pmc_engine_set_volume_conf(struct pmc_engine *e, uint32_t vol,
+			       const struct pmc_volume_conf *vc, struct pmc_err *err);
+int pmc_engine_get_mode(struct pmc_engine *e, uint32_t vol, enum pmc_mode *mode, int *draining);
+void pmc_engine_set_wb_conf(struct pmc_engine *e, const struct pmc_wb_conf *wb);
+/* first disk error of the volume (sticky until cleared), 0 if none */
+int pmc_engine_volume_error(struct pmc_engine *e, uint32_t vol);
+void pmc_engine_clear_error(struct pmc_engine *e, uint32_t vol);
+
+/* --- queues and requests --- */
+
+int pmc_queue_create(struct pmc_engine *e, unsigned depth, struct pmc_queue **out,
+		     struct pmc_err *err);
+/* Waits for the queue's in-flight work to finish, then frees it. */
+void pmc_queue_destroy(struct pmc_queue *q);
+
+enum pmc_req_op {
+	PMC_REQ_READ,
+	PMC_REQ_WRITE,
+	PMC_REQ_FLUSH,
+	PMC_REQ_DISCARD,
+};
+
+#define PMC_REQ_FUA 1u /* write: durable on completion in every mode */
+
+struct pmc_req_ctx;
+
+struct pmc_req {
+	enum pmc_req_op op;
+	uint32_t vol;
+	uint64_t off;	/* bytes */
+	uint64_t len;	/* bytes */
+	void *buf;	/* READ/WRITE: len bytes, aligned to 4 KiB (O_DIRECT) */
+	unsigned flags; /* PMC_REQ_* */
+	void (*cb)(struct pmc_req *req, int res); /* 0 or -errno */
+	void *priv;
+	struct pmc_req_ctx *ctx; /* engine's */
+};
+
+/* 0: req completes later through cb; -errno: refused now (cb not called) */
+int pmc_queue_submit(struct pmc_queue *q, struct pmc_req *req, struct pmc_err *err);
+/* Run completions; see pmc_ring_poll() for wait and timeout. */
+int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns);
+int pmc_queue_eventfd(struct pmc_queue *q);
+/* requests and write-back I/O not yet completed on this queue */
+unsigned pmc_queue_busy(struct pmc_queue *q);
+int pmc_queue_fixed_buffers(struct pmc_queue *q);
+
+/* --- write-back, run on one queue --- */
+
+/* Start what write-back the policy allows now; returns I/Os started. */
+int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q);
+/*
+ * Write back every dirty block (of one volume, or all with vol = UINT32_MAX)
+ * and wait. progress(dirty blocks left, arg) is called as it goes. Fails
+ * with -EIO naming the volume if a disk keeps failing.
+ */
+int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol,
+			 void (*progress)(uint64_t left, void *arg), void *arg,
+			 struct pmc_err *err);
+
+/* --- statistics (stats.h) --- */
+struct pmc_vol_stats;
+/* one volume, or the whole cache with vol = UINT32_MAX */
+int pmc_engine_stats(struct pmc_engine *e, uint32_t vol, struct pmc_vol_stats *out);
+
+#endif
