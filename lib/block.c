@@ -141,6 +141,9 @@ int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk)
 
 	if (c->rdonly)
 		return -EROFS;
+	/* all dirty: no sweep can succeed (the common full-cache case) */
+	if (atomic_load(&c->counts_valid) && atomic_load(&c->tot_dirty) >= (int64_t)c->nr_blocks)
+		return -ENOSPC;
 	while (budget--) {
 		uint64_t i = atomic_fetch_add(&c->hand, 1) % c->nr_blocks;
 

@@ -192,6 +192,7 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 			if (PMC_VOL_STATE(c->vols[i].gen_state) != PMC_VOL_ACTIVE)
 				continue;
 			atomic_store(&c->vrt[i].nr_dirty, (int64_t)c->vols[i].clean_nr_dirty);
+			atomic_fetch_add(&c->tot_dirty, (int64_t)c->vols[i].clean_nr_dirty);
 			atomic_store(&c->vrt[i].nr_clean, (int64_t)c->vols[i].clean_nr_clean);
 		}
 		memset(c->counted, 1, sizeof(c->counted));

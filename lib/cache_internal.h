@@ -56,6 +56,7 @@ struct pmc_cache {
 	 * a fill publishes only if its snapshot still matches (pmc_cache_fill_seq) */
 	atomic_uint fill_seq[PMC_STRIPES_MAX];
 	atomic_uint_fast64_t evictions; /* clean blocks evicted */
+	atomic_int_fast64_t tot_dirty;	/* sum of vrt[].nr_dirty (counted stripes) */
 };
 
 /* super.c */

@@ -118,6 +118,7 @@ struct pmc_engine {
 	struct pmc_evol *vols;	/* [max_volumes] */
 	struct pmc_queue *queues; /* under lock */
 	atomic_uint_fast64_t last_fg_ns;
+	int told_fixed;		/* logged which I/O path is in use (under lock) */
 	atomic_uchar ghost[GHOST_SLOTS];
 	/* write-back, owned by the thread in writeback_step (wb_lock) */
 	pthread_mutex_t wb_lock;
@@ -576,6 +577,19 @@ int pmc_queue_create(struct pmc_engine *e, unsigned depth, struct pmc_queue **ou
 	pthread_mutex_lock(&e->lock);
 	q->next = e->queues;
 	e->queues = q;
+	if (!e->told_fixed) {
+		struct pmc_ring_info ri;
+
+		pmc_ring_get_info(q->ring, &ri);
+		if (ri.fixed)
+			pmc_log(LOG_INFO, "pmem %s: registered as io_uring fixed buffers",
+				e->pm->path);
+		else
+			pmc_log(LOG_INFO,
+				"pmem %s: no io_uring fixed buffers (%s): plain reads and writes",
+				e->pm->path, strerror(ri.fixed_err));
+		e->told_fixed = 1;
+	}
 	pthread_mutex_unlock(&e->lock);
 	*out = q;
 	return 0;

@@ -53,8 +53,10 @@ void pmc_count_adj(struct pmc_cache *c, uint32_t stripe, uint32_t vol, uint64_t 
 {
 	if (!c->counted[stripe] || vol >= c->max_volumes)
 		return;
-	if (state == PMC_BLK_DIRTY)
+	if (state == PMC_BLK_DIRTY) {
 		atomic_fetch_add(&c->vrt[vol].nr_dirty, delta);
+		atomic_fetch_add(&c->tot_dirty, delta);
+	}
 	else if (state == PMC_BLK_CLEAN)
 		atomic_fetch_add(&c->vrt[vol].nr_clean, delta);
 }
@@ -296,8 +298,10 @@ void pmc_cache_recount(struct pmc_cache *c)
 					if (pmc_desc_live(c, d)) {
 						uint64_t st = pmc_load64(&d->state) & 0xff;
 
-						if (st == PMC_BLK_DIRTY)
+						if (st == PMC_BLK_DIRTY) {
 							atomic_fetch_add(&c->vrt[d->vol].nr_dirty, 1);
+							atomic_fetch_add(&c->tot_dirty, 1);
+						}
 						else
 							atomic_fetch_add(&c->vrt[d->vol].nr_clean, 1);
 					}
