@@ -51,6 +51,7 @@
 #include <linux/fs.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -61,6 +62,7 @@
 #include "engine.h"
 #include "log.h"
 #include "ring.h"
+#include "state.h"
 #include "stats.h"
 
 #define GHOST_SLOTS 65536u	/* n-miss admission: counters of recent misses */
@@ -71,6 +73,9 @@
 
 struct pmc_evol {
 	struct pmc_disk *disk;	/* NULL: not attached */
+	char name[PMC_VOLUME_NAME_MAX + 1];
+	atomic_int marked;	/* the state file says dirty */
+	atomic_int dirtying;	/* writes that may create dirty blocks, in progress */
 	uint64_t blocks;	/* volume size in blocks */
 	atomic_int mode;	/* enum pmc_mode in force */
 	atomic_int target;	/* mode to switch to once drained */
@@ -108,7 +113,9 @@ struct wb_item {
 };
 
 struct pmc_engine {
-	struct pmc_cache *c;
+	struct pmc_cache *c;	/* NULL: the pmem is unavailable, pass-through only */
+	struct pmc_state *state; /* may be NULL (tests) */
+	uint32_t nvols;
 	struct pmc_pmem *pm;
 	uint32_t bs;
 	uint32_t max_req_blocks;
@@ -260,6 +267,15 @@ static int wb_conf_check(const struct pmc_wb_conf *wb, struct pmc_err *err)
 	return 0;
 }
 
+static void state_mark_clean(struct pmc_engine *e);
+
+/* drop cached copies; nothing to do without a cache */
+static void inval(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n)
+{
+	if (e->c)
+		pmc_cache_invalidate(e->c, vol, lba, n);
+}
+
 /* --- engine --- */
 
 int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct pmc_engine **out,
@@ -267,6 +283,7 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 {
 	struct pmc_engine *e;
 	struct pmc_wb_conf def;
+	uint32_t nvols = c ? c->max_volumes : PMC_MAX_VOLUMES_DEFAULT;
 	int rc;
 
 	*out = NULL;
@@ -274,9 +291,9 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 		pmc_wb_conf_default(&def);
 		wb = &def;
 	}
-	if (c->rdonly)
+	if (c && c->rdonly)
 		return pmc_err_set(err, EROFS, "engine: the cache is open read-only");
-	if (c->block_size != 4096)
+	if (c && c->block_size != 4096)
 		return pmc_err_set(err, EINVAL,
 				   "engine: cache block size %u; the engine serves 4 KiB blocks only",
 				   c->block_size);
@@ -286,8 +303,8 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return pmc_err_set(err, ENOMEM, "engine: out of memory");
-	e->vols = calloc(c->max_volumes, sizeof(*e->vols));
-	e->wb_oldest = calloc(c->max_volumes, sizeof(*e->wb_oldest));
+	e->vols = calloc(nvols, sizeof(*e->vols));
+	e->wb_oldest = calloc(nvols, sizeof(*e->wb_oldest));
 	e->items = calloc(WB_BATCH, sizeof(*e->items));
 	if (!e->vols || !e->wb_oldest || !e->items) {
 		free(e->vols);
@@ -297,28 +314,36 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 		return pmc_err_set(err, ENOMEM, "engine: out of memory");
 	}
 	e->c = c;
-	e->pm = pmc_cache_pmem(c);
-	e->bs = c->block_size;
+	e->nvols = nvols;
+	e->pm = c ? pmc_cache_pmem(c) : NULL;
+	e->bs = c ? c->block_size : PMC_BLOCK_SIZE_DEFAULT;
 	e->wb = *wb;
 	e->max_req_blocks = wb->max_req_bytes / e->bs;
 	e->max_io_blocks = wb->max_io_bytes / e->bs;
 	e->wb_force_vol = UINT32_MAX;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->wb_lock, NULL);
-	for (uint32_t i = 0; i < UINT32_MAX && i < c->max_volumes; i++)
+	for (uint32_t i = 0; i < nvols; i++)
 		e->wb_oldest[i] = UINT64_MAX;
 	*out = e;
 	return 0;
+}
+
+void pmc_engine_set_state(struct pmc_engine *e, struct pmc_state *st)
+{
+	e->state = st;
 }
 
 void pmc_engine_destroy(struct pmc_engine *e)
 {
 	if (!e)
 		return;
-	for (uint32_t i = 0; i < e->c->max_volumes; i++)
+	state_mark_clean(e);
+	for (uint32_t i = 0; i < e->nvols; i++)
 		if (e->vols[i].disk) {
 			pmc_disk_close(e->vols[i].disk);
-			pmc_cache_volume_put(e->c, i);
+			if (e->c)
+				pmc_cache_volume_put(e->c, i);
 		}
 	while (e->wb_free) {
 		struct wb_io *w = e->wb_free;
@@ -356,10 +381,127 @@ static int conf_check(const struct pmc_volume_conf *vc, struct pmc_err *err)
 	return 0;
 }
 
+/* without a cache: only a volume the state file calls clean may run */
+static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
+			  uint32_t *slot, struct pmc_volume_info *vi, struct pmc_err *err)
+{
+	int dirty = e->state ? pmc_state_get(e->state, name) : -ENOENT;
+	uint32_t i, free_slot = UINT32_MAX;
+
+	if (dirty != 0)
+		return pmc_err_set(err, EIO,
+				   "volume %s: the unreachable pmem may hold its acknowledged "
+				   "writes (%s); refusing to serve it from the disk alone",
+				   name,
+				   dirty == 1 ? "state file says dirty" : "the state file does not name it");
+	for (i = 0; i < e->nvols; i++) {
+		if (e->vols[i].disk && !strcmp(e->vols[i].name, name))
+			return pmc_err_set(err, EBUSY, "volume %s: already attached", name);
+		if (!e->vols[i].disk && free_slot == UINT32_MAX)
+			free_slot = i;
+	}
+	if (free_slot == UINT32_MAX)
+		return pmc_err_set(err, ENOSPC, "volume %s: no free volume slot", name);
+	memset(vi, 0, sizeof(*vi));
+	vi->size_bytes = disk->size / e->bs * e->bs;
+	vi->counts_valid = 1;
+	*slot = free_slot;
+	return 0;
+}
+
+/* record that the cache may hold dirty data of vol; under e->lock */
+static int state_mark_dirty_locked(struct pmc_engine *e, struct pmc_evol *v, const char *name,
+				   struct pmc_err *err)
+{
+	int rc;
+
+	if (!e->state || atomic_load(&v->marked))
+		return 0;
+	rc = pmc_state_set(e->state, name, 1, err);
+	if (rc == 0)
+		atomic_store(&v->marked, 1);
+	return rc;
+}
+
+/* on attach: make the state file agree with what the cache holds */
+static int state_attach(struct pmc_engine *e, uint32_t slot, const char *name,
+			const struct pmc_volume_info *vi, struct pmc_err *err)
+{
+	struct pmc_evol *v = &e->vols[slot];
+	int dirty;
+
+	atomic_store(&v->marked, 0);
+	atomic_store(&v->dirtying, 0);
+	if (!e->state || !e->c)
+		return 0;
+	dirty = pmc_state_get(e->state, name);
+	if (dirty == 1) {
+		atomic_store(&v->marked, 1);
+		return 0;
+	}
+	if (!vi->counts_valid || vi->nr_dirty)
+		return state_mark_dirty_locked(e, v, name, err);
+	return 0;
+}
+
+/* before a write may create dirty blocks; 0 or -errno (then go around) */
+static int state_begin_dirty(struct pmc_engine *e, uint32_t vol)
+{
+	struct pmc_evol *v = &e->vols[vol];
+	struct pmc_err err = {0};
+	int rc;
+
+	atomic_fetch_add(&v->dirtying, 1);
+	if (!e->state || atomic_load(&v->marked))
+		return 0;
+	pthread_mutex_lock(&e->lock);
+	rc = state_mark_dirty_locked(e, v, v->name, &err);
+	pthread_mutex_unlock(&e->lock);
+	if (rc) {
+		atomic_fetch_sub(&v->dirtying, 1);
+		pmc_log_ratelimited(&v->rl, LOG_ERR, "volume %s: %s; writing around the cache",
+				    v->name, err.msg);
+	}
+	return rc;
+}
+
+static void state_end_dirty(struct pmc_engine *e, uint32_t vol)
+{
+	atomic_fetch_sub(&e->vols[vol].dirtying, 1);
+}
+
+/* mark clean every attached volume with no dirty block and no write that
+ * could make one; called after flush_all and at shutdown */
+static void state_mark_clean(struct pmc_engine *e)
+{
+	if (!e->state || !e->c)
+		return;
+	pthread_mutex_lock(&e->lock);
+	for (uint32_t i = 0; i < e->nvols; i++) {
+		struct pmc_evol *v = &e->vols[i];
+		struct pmc_volume_info vi;
+		struct pmc_err err = {0};
+
+		if (!v->disk || !atomic_load(&v->marked))
+			continue;
+		/* unmark first: a writer arriving now must take e->lock */
+		atomic_store(&v->marked, 0);
+		if (atomic_load(&v->dirtying) || pmc_cache_volume_info(e->c, i, &vi) ||
+		    !vi.counts_valid || vi.nr_dirty ||
+		    pmc_state_set(e->state, v->name, 0, &err)) {
+			atomic_store(&v->marked, 1);
+			if (err.code)
+				pmc_log(LOG_ERR, "volume %s: %s", v->name, err.msg);
+		}
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
 int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
 		      const struct pmc_volume_conf *vc, uint32_t *vol, struct pmc_err *err)
 {
-	struct pmc_volume_conf def;
+	struct pmc_volume_conf def, pt = {.mode = PMC_MODE_PASS_THROUGH,
+					  .nospace = PMC_NOSPACE_AROUND};
 	struct pmc_volume_info vi;
 	struct pmc_evol *v;
 	uint32_t slot;
@@ -378,7 +520,14 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 				   "size %u",
 				   disk->path, disk->lbs, e->bs);
 	pthread_mutex_lock(&e->lock);
-	if (pmc_cache_volume_find(e->c, name, &slot) == 0) {
+	if (!e->c) {
+		rc = attach_nocache(e, name, disk, &slot, &vi, err);
+		if (rc) {
+			pthread_mutex_unlock(&e->lock);
+			return rc;
+		}
+		vc = &pt;
+	} else if (pmc_cache_volume_find(e->c, name, &slot) == 0) {
 		pmc_cache_volume_info(e->c, slot, &vi);
 		if (disk->size < vi.size_bytes) {
 			pthread_mutex_unlock(&e->lock);
@@ -403,11 +552,19 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 		return pmc_err_set(err, EBUSY, "volume %s: already attached to %s", name,
 				   v->disk->path);
 	}
-	rc = pmc_cache_volume_get(e->c, slot); /* held while attached */
+	rc = e->c ? pmc_cache_volume_get(e->c, slot) : 0; /* held while attached */
 	if (rc) {
 		pthread_mutex_unlock(&e->lock);
 		return pmc_err_set(err, -rc, "volume %s: vanished while attaching", name);
 	}
+	rc = state_attach(e, slot, name, &vi, err);
+	if (rc) {
+		if (e->c)
+			pmc_cache_volume_put(e->c, slot);
+		pthread_mutex_unlock(&e->lock);
+		return rc;
+	}
+	snprintf(v->name, sizeof(v->name), "%s", name);
 	memset(&v->rl, 0, sizeof(v->rl));
 	v->blocks = vi.size_bytes / e->bs;
 	atomic_store(&v->mode, (int)vc->mode);
@@ -429,7 +586,7 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 
 static struct pmc_evol *evol(struct pmc_engine *e, uint32_t vol)
 {
-	return vol < e->c->max_volumes && e->vols[vol].disk ? &e->vols[vol] : NULL;
+	return vol < e->nvols && e->vols[vol].disk ? &e->vols[vol] : NULL;
 }
 
 int pmc_engine_set_mode(struct pmc_engine *e, uint32_t vol, enum pmc_mode mode,
@@ -441,6 +598,9 @@ int pmc_engine_set_mode(struct pmc_engine *e, uint32_t vol, enum pmc_mode mode,
 		return pmc_err_set(err, ENOENT, "volume slot %u: not attached", vol);
 	if ((unsigned)mode > PMC_MODE_PASS_THROUGH)
 		return pmc_err_set(err, EINVAL, "mode %d unknown", (int)mode);
+	if (!e->c && mode != PMC_MODE_PASS_THROUGH)
+		return pmc_err_set(err, EIO, "volume %s: the pmem is unavailable: pass-through only",
+				   v->name);
 	pthread_mutex_lock(&e->lock);
 	atomic_store(&v->target, (int)mode);
 	if (mode == PMC_MODE_WRITE_BACK) {
@@ -520,7 +680,7 @@ static void volume_failed(struct pmc_engine *e, uint32_t vol, int res, const cha
 
 	atomic_compare_exchange_strong(&v->error, &zero, -res);
 	pmc_log_ratelimited(&v->rl, LOG_ERR, "volume %s: disk %s: %s failed: %s",
-			    e->c->vols[vol].name, v->disk->path, what, strerror(-res));
+			    e->vols[vol].name, v->disk->path, what, strerror(-res));
 }
 
 /* --- queues --- */
@@ -550,7 +710,7 @@ int pmc_queue_create(struct pmc_engine *e, unsigned depth, struct pmc_queue **ou
 	q->depth = depth;
 	q->ctxs = calloc(depth, sizeof(*q->ctxs));
 	q->pending = calloc(depth * 4, sizeof(*q->pending));
-	q->stats = calloc(e->c->max_volumes, sizeof(*q->stats));
+	q->stats = calloc(e->nvols, sizeof(*q->stats));
 	if (!q->ctxs || !q->pending || !q->stats) {
 		rc = pmc_err_set(err, ENOMEM, "queue: out of memory");
 		goto err_free;
@@ -577,7 +737,7 @@ int pmc_queue_create(struct pmc_engine *e, unsigned depth, struct pmc_queue **ou
 	pthread_mutex_lock(&e->lock);
 	q->next = e->queues;
 	e->queues = q;
-	if (!e->told_fixed) {
+	if (!e->told_fixed && e->pm) {
 		struct pmc_ring_info ri;
 
 		pmc_ring_get_info(q->ring, &ri);
@@ -642,7 +802,7 @@ void pmc_queue_destroy(struct pmc_queue *q)
 	}
 	/* keep what this queue counted */
 	if (e->queues)
-		for (uint32_t i = 0; i < e->c->max_volumes; i++)
+		for (uint32_t i = 0; i < e->nvols; i++)
 			pmc_stats_add(&e->queues->stats[i], &q->stats[i]);
 	pthread_mutex_unlock(&e->lock);
 	pmc_ring_destroy(q->ring);
@@ -786,14 +946,14 @@ static void start_read(struct pmc_req_ctx *x)
 	struct pmc_vol_stats *st = &q->stats[req->vol];
 	uint32_t hits = 0, i, run = UINT32_MAX;
 	int mode = atomic_load(&v->mode);
-	int bypass = mode == PMC_MODE_PASS_THROUGH || sequential(v, req->off, req->len);
+	int bypass = mode == PMC_MODE_PASS_THROUGH || !e->c || sequential(v, req->off, req->len);
 
 	x->pending = 1; /* held until every run is submitted */
 	for (i = 0; i < x->n; i++) {
 		uint64_t blk;
 
 		x->blk[i] = NO_BLK;
-		if (pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, NULL) == 0) {
+		if (e->c && pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, NULL) == 0) {
 			memcpy((char *)req->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk),
 			       e->bs);
 			pmc_cache_unpin(e->c, blk);
@@ -859,7 +1019,7 @@ static void around_done(struct pmc_io *io, int res)
 	uint64_t first = io->off / e->bs;
 
 	/* again: a fill that read the old data before this write landed */
-	pmc_cache_invalidate(e->c, req->vol, first, (uint32_t)(io->len / e->bs));
+	inval(e, req->vol, first, (uint32_t)(io->len / e->bs));
 	if (res) {
 		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
 		volume_failed(e, req->vol, res, "write");
@@ -875,7 +1035,7 @@ static void write_around(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
 	struct pmc_req *req = x->req;
 	int dsync = !!(req->flags & PMC_REQ_FUA);
 
-	pmc_cache_invalidate(e->c, req->vol, x->lba + start, end - start);
+	inval(e, req->vol, x->lba + start, end - start);
 	if (!dsync)
 		atomic_store(&e->vols[req->vol].disk_unsynced, 1);
 	STAT_ADD(&x->q->stats[req->vol], write_disk_blocks, end - start);
@@ -953,7 +1113,25 @@ static void park(struct pmc_req_ctx *x)
  * Write-back and write-through: blocks from x->next on go into new cache
  * blocks. Returns 1 when the request had to wait for free blocks.
  */
+static int write_cached_marked(struct pmc_req_ctx *x, int through);
+
 static int write_cached(struct pmc_req_ctx *x, int through)
+{
+	uint32_t vol = x->req->vol;
+	int rc;
+
+	if (state_begin_dirty(x->q->e, vol)) {
+		/* the marker could not be made durable: no dirty data then */
+		write_around(x, x->cursor, x->n);
+		x->cursor = x->n;
+		return 0;
+	}
+	rc = write_cached_marked(x, through);
+	state_end_dirty(x->q->e, vol);
+	return rc;
+}
+
+static int write_cached_marked(struct pmc_req_ctx *x, int through)
 {
 	struct pmc_queue *q = x->q;
 	struct pmc_engine *e = q->e;
@@ -1070,7 +1248,7 @@ static void simple_done(struct pmc_io *io, int res)
 	struct pmc_req *req = x->req;
 
 	if (req->op == PMC_REQ_DISCARD)
-		pmc_cache_invalidate(x->q->e->c, req->vol, x->lba, x->n);
+		inval(x->q->e, req->vol, x->lba, x->n);
 	if (res) {
 		volume_failed(x->q->e, req->vol, res, req->op == PMC_REQ_FLUSH ? "flush" : "discard");
 		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
@@ -1117,7 +1295,7 @@ static void start_discard(struct pmc_req_ctx *x)
 	struct pmc_req *req = x->req;
 
 	x->path = PMC_LAT_DISCARD;
-	pmc_cache_invalidate(e->c, req->vol, x->lba, x->n);
+	inval(e, req->vol, x->lba, x->n);
 	if (!e->vols[req->vol].disk->can_discard) {
 		x->pending = 1;
 		sub_done(x);
@@ -1172,7 +1350,7 @@ static int validate(struct pmc_queue *q, struct pmc_req *req, struct pmc_err *er
 	if (!v)
 		return pmc_err_set(err, ENOENT, "request: volume slot %u is not attached",
 				   req->vol);
-	name = e->c->vols[req->vol].name;
+	name = e->vols[req->vol].name;
 	if ((unsigned)req->op > PMC_REQ_DISCARD)
 		return pmc_err_set(err, EINVAL, "volume %s: request op %d unknown", name,
 				   (int)req->op);
@@ -1474,7 +1652,7 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_io *w
 /* finish mode switches whose volumes have no dirty data left */
 static void wb_finish_drains(struct pmc_engine *e)
 {
-	for (uint32_t i = 0; i < e->c->max_volumes; i++) {
+	for (uint32_t i = 0; i < e->nvols; i++) {
 		struct pmc_evol *v = &e->vols[i];
 		struct pmc_volume_info vi;
 
@@ -1486,7 +1664,7 @@ static void wb_finish_drains(struct pmc_engine *e)
 		if (atomic_load(&v->draining)) {
 			atomic_store(&v->mode, atomic_load(&v->target));
 			atomic_store(&v->draining, 0);
-			pmc_log(LOG_INFO, "volume %s: now in %s mode", e->c->vols[i].name,
+			pmc_log(LOG_INFO, "volume %s: now in %s mode", e->vols[i].name,
 				pmc_mode_name((enum pmc_mode)atomic_load(&v->mode)));
 		}
 		pthread_mutex_unlock(&e->lock);
@@ -1501,6 +1679,8 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	unsigned limit, n, started = 0;
 	int idle;
 
+	if (!e->c)
+		return 0;
 	if (pthread_mutex_trylock(&e->wb_lock))
 		return 0; /* another thread is at it */
 	pthread_mutex_lock(&e->lock);
@@ -1566,6 +1746,8 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 
 	if (vol != UINT32_MAX && !evol(e, vol))
 		return pmc_err_set(err, ENOENT, "volume slot %u: not attached", vol);
+	if (!e->c)
+		return 0; /* nothing is cached */
 	pthread_mutex_lock(&e->wb_lock);
 	e->wb_force = 1;
 	e->wb_force_vol = vol;
@@ -1595,7 +1777,7 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 		if (left == 0 && pmc_queue_busy(q) == 0)
 			break;
 		/* a volume that keeps failing: give up after its back-off grew large */
-		for (uint32_t i = 0; i < e->c->max_volumes; i++) {
+		for (uint32_t i = 0; i < e->nvols; i++) {
 			struct pmc_evol *v = &e->vols[i];
 
 			if (v->disk && (vol == UINT32_MAX || vol == i) && atomic_load(&v->error) &&
@@ -1603,7 +1785,7 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 				rc = pmc_err_set(err, EIO,
 						 "volume %s: disk %s keeps failing (%s); %" PRIu64
 						 " dirty blocks stay in the cache",
-						 e->c->vols[i].name, v->disk->path,
+						 e->vols[i].name, v->disk->path,
 						 strerror(atomic_load(&v->error)), left);
 				failing = 1;
 				break;
@@ -1619,6 +1801,7 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 	e->wb_force = 0;
 	pthread_mutex_unlock(&e->wb_lock);
 	wb_finish_drains(e);
+	state_mark_clean(e);
 	return rc;
 }
 
@@ -1631,7 +1814,7 @@ static void sample_volume(struct pmc_engine *e, uint32_t vol, struct pmc_vol_sta
 	uint64_t oldest = atomic_load(&e->vols[vol].oldest_birth_ns);
 	int error = atomic_load(&e->vols[vol].error);
 
-	if (pmc_cache_volume_info(e->c, vol, &vi) == 0) {
+	if (e->c && pmc_cache_volume_info(e->c, vol, &vi) == 0) {
 		out->dirty_blocks += vi.nr_dirty;
 		out->clean_blocks += vi.nr_clean;
 		out->dirty_bytes += vi.nr_dirty * e->bs;
@@ -1652,15 +1835,15 @@ int pmc_engine_stats(struct pmc_engine *e, uint32_t vol, struct pmc_vol_stats *o
 		return -ENOENT;
 	pthread_mutex_lock(&e->lock);
 	for (struct pmc_queue *q = e->queues; q; q = q->next) {
-		for (uint32_t i = 0; i < e->c->max_volumes; i++)
+		for (uint32_t i = 0; i < e->nvols; i++)
 			if (vol == UINT32_MAX || vol == i)
 				pmc_stats_add(out, &q->stats[i]);
 	}
 	pthread_mutex_unlock(&e->lock);
-	for (uint32_t i = 0; i < e->c->max_volumes; i++)
+	for (uint32_t i = 0; i < e->nvols; i++)
 		if (e->vols[i].disk && (vol == UINT32_MAX || vol == i))
 			sample_volume(e, i, out, now_rt);
-	if (vol == UINT32_MAX)
+	if (vol == UINT32_MAX && e->c)
 		out->evictions = atomic_load(&e->c->evictions);
 	return 0;
 }

@@ -62,10 +62,21 @@ void pmc_volume_conf_default(struct pmc_volume_conf *vc);
 struct pmc_engine;
 struct pmc_queue;
 
-/* The cache must use 4 KiB blocks. Runs no recount; write-back does it. */
+/* The cache must use 4 KiB blocks (or be NULL, see below). Runs no
+ * recount; write-back does it. */
 int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct pmc_engine **out,
 		      struct pmc_err *err);
-/* All queues destroyed first. Closes the attached disks. */
+/*
+ * With c == NULL the engine runs without a cache (the pmem failed to map):
+ * every volume is pass-through, and only volumes the state file records as
+ * clean may attach; the others are refused by name.
+ */
+struct pmc_state;
+/* Use st (state.h) to record which volumes may hold dirty data; optional,
+ * set before attaching volumes. */
+void pmc_engine_set_state(struct pmc_engine *e, struct pmc_state *st);
+/* All queues destroyed first. Marks clean volumes clean in the state file
+ * and closes the attached disks. */
 void pmc_engine_destroy(struct pmc_engine *e);
 
 /*

@@ -1,0 +1,204 @@
+/* state.c - see state.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "state.h"
+
+#define MAX_VOLS 4096
+
+struct pmc_state {
+	pthread_mutex_t lock;
+	char path[512];
+	uint8_t uuid[16];
+	unsigned n;
+	struct {
+		char name[PMC_VOLUME_NAME_MAX + 1];
+		int dirty;
+	} v[MAX_VOLS];
+};
+
+static int parse_uuid(const char *s, uint8_t uuid[16])
+{
+	for (int i = 0; i < 16; i++) {
+		unsigned b;
+
+		if (sscanf(s + 2 * i, "%2x", &b) != 1)
+			return -1;
+		uuid[i] = (uint8_t)b;
+	}
+	return s[32] == '\0' ? 0 : -1;
+}
+
+static int load(struct pmc_state *st, FILE *f, struct pmc_err *err)
+{
+	char line[256], name[128], word[16], uuid[64];
+	unsigned lineno = 0, version;
+
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (lineno == 1) {
+			if (sscanf(line, "pmcache-state %u %63s", &version, uuid) != 2 ||
+			    version != 1 || parse_uuid(uuid, st->uuid))
+				return pmc_err_set(err, EINVAL,
+						   "state file %s: line 1: not a pmcache state file "
+						   "of version 1",
+						   st->path);
+			continue;
+		}
+		if (sscanf(line, "%127s %15s", name, word) != 2 ||
+		    strlen(name) > PMC_VOLUME_NAME_MAX ||
+		    (strcmp(word, "dirty") && strcmp(word, "clean")))
+			return pmc_err_set(err, EINVAL, "state file %s: line %u: malformed record",
+					   st->path, lineno);
+		if (st->n == MAX_VOLS)
+			return pmc_err_set(err, EINVAL, "state file %s: line %u: too many volumes",
+					   st->path, lineno);
+		snprintf(st->v[st->n].name, sizeof(st->v[st->n].name), "%s", name);
+		st->v[st->n].dirty = !strcmp(word, "dirty");
+		st->n++;
+	}
+	if (lineno == 0)
+		return pmc_err_set(err, EINVAL, "state file %s: empty", st->path);
+	return 0;
+}
+
+int pmc_state_open(const char *path, struct pmc_state **out, struct pmc_err *err)
+{
+	struct pmc_state *st;
+	FILE *f;
+	int rc = 0;
+
+	*out = NULL;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return pmc_err_set(err, ENOMEM, "state file %s: out of memory", path);
+	pthread_mutex_init(&st->lock, NULL);
+	snprintf(st->path, sizeof(st->path), "%s", path);
+	f = fopen(path, "r");
+	if (f) {
+		rc = load(st, f, err);
+		fclose(f);
+	} else if (errno != ENOENT) {
+		rc = pmc_err_set(err, errno, "state file %s: %s", path, strerror(errno));
+	}
+	if (rc) {
+		pmc_state_close(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+}
+
+void pmc_state_close(struct pmc_state *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+int pmc_state_get(struct pmc_state *st, const char *volume)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&st->lock);
+	for (unsigned i = 0; i < st->n; i++)
+		if (!strcmp(st->v[i].name, volume))
+			rc = st->v[i].dirty;
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+void pmc_state_uuid(struct pmc_state *st, uint8_t uuid[16])
+{
+	pthread_mutex_lock(&st->lock);
+	memcpy(uuid, st->uuid, 16);
+	pthread_mutex_unlock(&st->lock);
+}
+
+/* write the whole file anew; under st->lock */
+static int save(struct pmc_state *st, struct pmc_err *err)
+{
+	char tmp[600], dir[512];
+	FILE *f;
+	int fd, rc = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", st->path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
+	fprintf(f, "pmcache-state 1 ");
+	for (int i = 0; i < 16; i++)
+		fprintf(f, "%02x", st->uuid[i]);
+	fputc('\n', f);
+	for (unsigned i = 0; i < st->n; i++)
+		fprintf(f, "%s %s\n", st->v[i].name, st->v[i].dirty ? "dirty" : "clean");
+	if (fflush(f) || fsync(fileno(f)))
+		rc = pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
+	if (fclose(f) && !rc)
+		rc = pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
+	if (!rc && rename(tmp, st->path))
+		rc = pmc_err_set(err, errno, "state file %s: %s", st->path, strerror(errno));
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	snprintf(dir, sizeof(dir), "%s", st->path);
+	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		if (fsync(fd))
+			rc = pmc_err_set(err, errno, "state file %s: directory fsync: %s",
+					 st->path, strerror(errno));
+		close(fd);
+	}
+	return rc;
+}
+
+int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pmc_err *err)
+{
+	unsigned i;
+	int rc;
+
+	pthread_mutex_lock(&st->lock);
+	for (i = 0; i < st->n; i++)
+		if (!strcmp(st->v[i].name, volume))
+			break;
+	if (i == st->n) {
+		if (st->n == MAX_VOLS) {
+			pthread_mutex_unlock(&st->lock);
+			return pmc_err_set(err, ENOSPC, "state file %s: too many volumes", st->path);
+		}
+		snprintf(st->v[i].name, sizeof(st->v[i].name), "%s", volume);
+		st->n++;
+	} else if (st->v[i].dirty == !!dirty) {
+		pthread_mutex_unlock(&st->lock);
+		return 0;
+	}
+	st->v[i].dirty = !!dirty;
+	rc = save(st, err);
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+int pmc_state_set_uuid(struct pmc_state *st, const uint8_t uuid[16], struct pmc_err *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&st->lock);
+	if (!memcmp(st->uuid, uuid, 16)) {
+		pthread_mutex_unlock(&st->lock);
+		return 0;
+	}
+	memcpy(st->uuid, uuid, 16);
+	rc = save(st, err);
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}

@@ -1,0 +1,162 @@
+/* test_state.c - the volume state file and the pmem-failure behaviour:
+ * a write that makes a volume dirty marks it dirty in the state file before
+ * it completes; flush_all marks it clean again; with the pmem unavailable
+ * (an engine without a cache) a clean volume runs pass-through and a dirty
+ * or unknown one is refused by name. */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "state.h"
+#include "t.h"
+
+#define BS 4096
+
+static struct pmc_err err;
+static int ndone, last;
+
+static void cb(struct pmc_req *r, int res)
+{
+	ndone++;
+	last = res;
+}
+
+static int run(struct pmc_queue *q, enum pmc_req_op op, uint32_t vol, uint64_t off, uint64_t len,
+	       void *buf)
+{
+	struct pmc_req r = {.op = op, .vol = vol, .off = off, .len = len, .buf = buf, .cb = cb};
+	int before = ndone;
+
+	T_OK(pmc_queue_submit(q, &r, &err));
+	while (ndone == before)
+		pmc_queue_poll(q, 1, 0);
+	return last;
+}
+
+static void make_disk(const char *path, uint64_t size)
+{
+	int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+
+	T_TRUE(fd >= 0);
+	T_EQ(ftruncate(fd, (off_t)size), 0);
+	close(fd);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char pmem[256], disk0[256], disk1[256], state[256], line[256];
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	struct pmc_engine *e;
+	struct pmc_queue *q;
+	struct pmc_disk *d;
+	struct pmc_state *st;
+	uint32_t v0, v1;
+	char *buf = aligned_alloc(BS, 16 * BS), *rb = aligned_alloc(BS, 16 * BS);
+	FILE *f;
+
+	snprintf(pmem, sizeof(pmem), "%s/pmc-state-%d.pmem", tmp, getpid());
+	snprintf(disk0, sizeof(disk0), "%s/pmc-state-%d.d0", tmp, getpid());
+	snprintf(disk1, sizeof(disk1), "%s/pmc-state-%d.d1", tmp, getpid());
+	snprintf(state, sizeof(state), "%s/pmc-state-%d.state", tmp, getpid());
+	unlink(pmem);
+	unlink(state);
+	make_disk(disk0, 1 << 20);
+	make_disk(disk1, 1 << 20);
+
+	/* a malformed state file is refused with its line */
+	f = fopen(state, "w");
+	fprintf(f, "pmcache-state 1 00000000000000000000000000000000\nvol0 maybe\n");
+	fclose(f);
+	T_ERR(pmc_state_open(state, &st, &err), EINVAL, "line 2: malformed record");
+	unlink(state);
+
+	T_OK(pmc_pmem_open(pmem, (2u << 20) + 64 * BS, &pm, &err));
+	T_OK(pmc_cache_format(pm, NULL, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	T_OK(pmc_state_open(state, &st, &err));
+	T_OK(pmc_engine_create(c, NULL, &e, &err));
+	pmc_engine_set_state(e, st);
+	T_OK(pmc_disk_open(disk0, 0, &d, &err));
+	T_OK(pmc_engine_attach(e, "vol0", d, NULL, &v0, &err));
+	T_OK(pmc_disk_open(disk1, 0, &d, &err));
+	T_OK(pmc_engine_attach(e, "vol1", d, NULL, &v1, &err));
+	T_OK(pmc_queue_create(e, 8, &q, &err));
+	T_EQ(pmc_state_get(st, "vol0"), -ENOENT); /* nothing dirty yet: not recorded */
+
+	/* the first dirtying write records vol0 dirty, durably, in the file */
+	memset(buf, 0xab, 16 * BS);
+	T_EQ(run(q, PMC_REQ_WRITE, v0, 0, 16 * BS, buf), 0);
+	T_EQ(pmc_state_get(st, "vol0"), 1);
+	f = fopen(state, "r");
+	T_TRUE(f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f));
+	fclose(f);
+	T_TRUE(!strcmp(line, "vol0 dirty\n"));
+	/* vol1 only read: stays unrecorded */
+	T_EQ(run(q, PMC_REQ_READ, v1, 0, 4 * BS, rb), 0);
+	T_EQ(pmc_state_get(st, "vol1"), -ENOENT);
+	/* flush_all: vol0 clean again */
+	T_OK(pmc_engine_flush_all(e, q, UINT32_MAX, NULL, NULL, &err));
+	T_EQ(pmc_state_get(st, "vol0"), 0);
+	/* dirty again, and left dirty by a "crash" of the daemon */
+	T_EQ(run(q, PMC_REQ_WRITE, v0, 16 * BS, 4 * BS, buf), 0);
+	T_EQ(pmc_state_get(st, "vol0"), 1);
+	T_OK(pmc_state_set(st, "vol1", 0, &err));
+	pmc_queue_destroy(q);
+	pmc_engine_set_state(e, NULL); /* a crash records nothing more */
+	pmc_engine_destroy(e);
+	pmc_state_close(st);
+	pmc_cache_abandon(c);
+	pmc_pmem_close(pm);
+
+	/* the pmem is gone: vol1 (clean) runs pass-through, vol0 (dirty) and
+	 * an unknown volume are refused, naming the volume */
+	T_OK(pmc_state_open(state, &st, &err));
+	T_EQ(pmc_state_get(st, "vol0"), 1);
+	T_OK(pmc_engine_create(NULL, NULL, &e, &err));
+	pmc_engine_set_state(e, st);
+	T_OK(pmc_disk_open(disk0, 0, &d, &err));
+	T_ERR(pmc_engine_attach(e, "vol0", d, NULL, &v0, &err), EIO,
+	      "volume vol0: the unreachable pmem may hold its acknowledged writes (state file says "
+	      "dirty)");
+	T_ERR(pmc_engine_attach(e, "other", d, NULL, &v0, &err), EIO, "does not name it");
+	pmc_disk_close(d);
+	T_OK(pmc_disk_open(disk1, 0, &d, &err));
+	T_OK(pmc_engine_attach(e, "vol1", d, NULL, &v1, &err));
+	T_OK(pmc_queue_create(e, 8, &q, &err));
+	{
+		enum pmc_mode m;
+
+		T_OK(pmc_engine_get_mode(e, v1, &m, NULL));
+		T_EQ(m, PMC_MODE_PASS_THROUGH);
+		T_ERR(pmc_engine_set_mode(e, v1, PMC_MODE_WRITE_BACK, &err), EIO,
+		      "pass-through only");
+	}
+	memset(buf, 0x5c, 16 * BS);
+	T_EQ(run(q, PMC_REQ_WRITE, v1, 8 * BS, 8 * BS, buf), 0);
+	memset(rb, 0, 16 * BS);
+	T_EQ(run(q, PMC_REQ_READ, v1, 8 * BS, 8 * BS, rb), 0);
+	T_TRUE(!memcmp(buf, rb, 8 * BS));
+	T_EQ(run(q, PMC_REQ_FLUSH, v1, 0, 0, NULL), 0);
+	{
+		struct pmc_vol_stats s;
+
+		T_OK(pmc_engine_stats(e, v1, &s));
+		T_EQ(s.writes, 1);
+		T_EQ(s.write_disk_blocks, 8);
+		T_EQ(s.bypass_blocks, 8);
+	}
+	pmc_queue_destroy(q);
+	pmc_engine_destroy(e);
+	pmc_state_close(st);
+	unlink(pmem);
+	unlink(disk0);
+	unlink(disk1);
+	unlink(state);
+	free(buf);
+	free(rb);
+	printf("PASS test_state\n");
+	return 0;
+}
