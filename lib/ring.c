@@ -40,6 +40,10 @@ struct pmc_ring {
 	int fixed;
 	int fixed_err;
 	uint64_t submitted, short_retries, eagain_retries;
+	int sqe128;
+	void (*foreign)(void *arg, uint64_t user_data, int res);
+	void *foreign_arg;
+	unsigned nforeign;	/* foreign commands in flight (not in inflight) */
 };
 
 uint64_t pmc_mono_ns(void)
@@ -85,7 +89,14 @@ static void register_pmem(struct pmc_ring *r, struct pmc_pmem *pm)
 int pmc_ring_create(unsigned depth, struct pmc_pmem *pm, struct pmc_ring **out,
 		    struct pmc_err *err)
 {
+	return pmc_ring_create_opts(depth, pm, NULL, out, err);
+}
+
+int pmc_ring_create_opts(unsigned depth, struct pmc_pmem *pm, const struct pmc_ring_opts *o,
+			 struct pmc_ring **out, struct pmc_err *err)
+{
 	struct pmc_ring *r;
+	unsigned entries;
 	int rc;
 
 	*out = NULL;
@@ -95,7 +106,14 @@ int pmc_ring_create(unsigned depth, struct pmc_pmem *pm, struct pmc_ring **out,
 	if (!r)
 		return pmc_err_set(err, ENOMEM, "ring: out of memory");
 	r->depth = depth;
-	rc = io_uring_queue_init(depth, &r->uring, 0);
+	if (o) {
+		r->sqe128 = o->sqe128;
+		r->foreign = o->foreign;
+		r->foreign_arg = o->arg;
+	}
+	/* foreign commands (one per ublk tag) sit in the ring beside the I/O */
+	entries = r->foreign ? 2 * depth : depth;
+	rc = io_uring_queue_init(entries, &r->uring, r->sqe128 ? IORING_SETUP_SQE128 : 0);
 	if (rc) {
 		free(r);
 		return pmc_err_set(err, -rc, "io_uring: cannot set up a ring of %u: %s", depth,
@@ -212,6 +230,28 @@ void pmc_ring_submit_raw(struct pmc_ring *r, struct pmc_io *io)
 	r->inflight++;
 	r->submitted++;
 	io_uring_submit(&r->uring);
+}
+
+int pmc_ring_uring_cmd(struct pmc_ring *r, int fd, uint32_t cmd_op, const void *payload,
+		       unsigned len, uint64_t user_data)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!r->sqe128 || len > 80 || !(user_data & 1))
+		return -EINVAL;
+	sqe = io_uring_get_sqe(&r->uring);
+	if (!sqe)
+		return -EBUSY;
+	memset(sqe, 0, 2 * sizeof(*sqe)); /* a 128-byte SQE */
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = cmd_op;
+	memcpy(sqe->cmd, payload, len);
+	sqe->user_data = user_data;
+	r->nforeign++;
+	r->submitted++;
+	io_uring_submit(&r->uring);
+	return 0;
 }
 
 void pmc_ring_submit(struct pmc_ring *r, struct pmc_io *io)
@@ -343,13 +383,19 @@ int pmc_ring_poll(struct pmc_ring *r, int wait, uint64_t timeout_ns)
 		int rc;
 
 		while (io_uring_peek_cqe(&r->uring, &cqe) == 0) {
-			struct pmc_io *io = io_uring_cqe_get_data(cqe);
+			uint64_t ud = cqe->user_data;
 			int res = cqe->res;
 
 			/* consume before the callback: it may submit and reap */
 			io_uring_cqe_seen(&r->uring, cqe);
+			if (ud & 1) {
+				r->nforeign--;
+				r->foreign(r->foreign_arg, ud, res);
+				ran++;
+				continue;
+			}
 			r->inflight--;
-			ran += handle(r, io, res);
+			ran += handle(r, (struct pmc_io *)(uintptr_t)ud, res);
 		}
 		now = pmc_mono_ns();
 		if (r->ndeferred)
@@ -361,12 +407,12 @@ int pmc_ring_poll(struct pmc_ring *r, int wait, uint64_t timeout_ns)
 			return ran;
 		if (timeout_ns && now - start >= timeout_ns)
 			return 0;
-		if (!r->inflight && !r->ndeferred && !r->nbacklog)
+		if (!r->inflight && !r->ndeferred && !r->nbacklog && !r->nforeign)
 			return 0; /* nothing could ever complete */
 		wait_ns = timeout_ns ? timeout_ns - (now - start) : 1000000000ull;
 		if (next_due != UINT64_MAX && next_due - now < wait_ns)
 			wait_ns = next_due > now ? next_due - now : 0;
-		if (!r->inflight) {
+		if (!r->inflight && !r->nforeign) {
 			struct timespec sl = {.tv_sec = (time_t)(wait_ns / 1000000000ull),
 					      .tv_nsec = (long)(wait_ns % 1000000000ull)};
 			nanosleep(&sl, NULL);

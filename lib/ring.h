@@ -63,6 +63,26 @@ struct pmc_ring_info {
 /* pm may be NULL (no fixed buffers). */
 int pmc_ring_create(unsigned depth, struct pmc_pmem *pm, struct pmc_ring **out,
 		    struct pmc_err *err);
+
+/*
+ * A ring that also carries another protocol's commands (the ublk server's
+ * uring_cmds, which need 128-byte SQEs): their user_data has bit 0 set and
+ * their completions go to foreign(arg, user_data, res) from pmc_ring_poll.
+ */
+struct pmc_ring_opts {
+	int sqe128;
+	void (*foreign)(void *arg, uint64_t user_data, int res);
+	void *arg;
+};
+int pmc_ring_create_opts(unsigned depth, struct pmc_pmem *pm, const struct pmc_ring_opts *o,
+			 struct pmc_ring **out, struct pmc_err *err);
+/*
+ * Queue an IORING_OP_URING_CMD (ring made with sqe128) on fd with cmd_op and
+ * up to 80 bytes of payload; user_data must have bit 0 set. Counts against
+ * the in-flight limit like any I/O; -EBUSY when the ring is full.
+ */
+int pmc_ring_uring_cmd(struct pmc_ring *r, int fd, uint32_t cmd_op, const void *payload,
+		       unsigned len, uint64_t user_data);
 /* In-flight I/O must have completed (pmc_ring_idle()). */
 void pmc_ring_destroy(struct pmc_ring *r);
 
