@@ -1,0 +1,48 @@
+/* bench.h - helpers shared by the pmcache-bench subcommands.
+ *
+ * A subcommand prints comment lines starting with '#' and then one figure
+ * per line, "name: value unit", on stdout; progress and errors go to stderr.
+ */
+#ifndef PMC_BENCH_H
+#define PMC_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct bench_cmd {
+	const char *name;
+	const char *summary; /* one line for the usage text */
+	/* argv[0] is the subcommand name; returns the exit status */
+	int (*run)(int argc, char **argv);
+};
+
+/* subcommands */
+int bench_core(int argc, char **argv);
+
+/* CLOCK_MONOTONIC in nanoseconds */
+uint64_t bench_now_ns(void);
+
+/* A "Field:   N kB" line of /proc/self/status, in KiB. Reads with a stack
+ * buffer and no stdio, so it allocates nothing. -1 when absent. */
+long bench_status_kib(const char *field);
+
+/* A "Field:   N kB" line of /proc/meminfo, in KiB; -1 when absent. */
+long bench_meminfo_kib(const char *field);
+
+/* Sorts v[0..n) and returns its median (mean of the middle two for even n). */
+double bench_median(double *v, unsigned n);
+
+/* "4096", "512k", "64m", "8g" (powers of 1024); 0 or -EINVAL */
+int bench_parse_size(const char *s, uint64_t *out);
+
+/* "8g", "512m", "64k" or the byte count: the suffix of figure names */
+void bench_size_tag(uint64_t bytes, char *buf, size_t len);
+
+/* "# pmcache-bench <cmd>: <UTC date>, <cpu> x <n>, Linux <release>, <build>, " */
+void bench_header_start(const char *cmd);
+
+/* one figure line, "name: value unit", flushed at once */
+void bench_figure(const char *name, const char *unit, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif
