@@ -87,6 +87,7 @@ struct pmc_evol {
 	atomic_uint_fast64_t retry_at_ns;
 	atomic_uint backoff_ms;
 	atomic_int disk_unsynced; /* disk writes without RWF_DSYNC since the last flush */
+	atomic_int no_volatile;	/* the device promised no volatile cache: always DSYNC */
 	atomic_uint_fast64_t seq_next; /* sequential read detection: next expected offset */
 	atomic_uint_fast64_t seq_run;  /* bytes in the current run */
 	atomic_uint_fast64_t oldest_birth_ns; /* last full sweep */
@@ -655,6 +656,14 @@ void pmc_engine_set_wb_conf(struct pmc_engine *e, const struct pmc_wb_conf *wb)
 	pthread_mutex_unlock(&e->lock);
 }
 
+void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_cache)
+{
+	struct pmc_evol *v = evol(e, vol);
+
+	if (v)
+		atomic_store(&v->no_volatile, !volatile_cache);
+}
+
 int pmc_engine_volume_error(struct pmc_engine *e, uint32_t vol)
 {
 	struct pmc_evol *v = evol(e, vol);
@@ -696,6 +705,17 @@ static void ctx_free_arrays(struct pmc_req_ctx *x)
 int pmc_queue_create(struct pmc_engine *e, unsigned depth, struct pmc_queue **out,
 		     struct pmc_err *err)
 {
+	return pmc_queue_create_opts(e, depth, NULL, out, err);
+}
+
+struct pmc_ring *pmc_queue_ring(struct pmc_queue *q)
+{
+	return q->ring;
+}
+
+int pmc_queue_create_opts(struct pmc_engine *e, unsigned depth, const struct pmc_ring_opts *ro,
+			  struct pmc_queue **out, struct pmc_err *err)
+{
 	struct pmc_queue *q;
 	unsigned n = e->max_req_blocks;
 	int rc;
@@ -731,7 +751,8 @@ int pmc_queue_create(struct pmc_engine *e, unsigned depth, struct pmc_queue **ou
 		q->free = x;
 	}
 	/* a ring slot per block of every context, plus write-back */
-	rc = pmc_ring_create(depth * 2 + 64 > 4096 ? 4096 : depth * 2 + 64, e->pm, &q->ring, err);
+	rc = pmc_ring_create_opts(depth * 2 + 64 > 4096 ? 4096 : depth * 2 + 64, e->pm, ro, &q->ring,
+				  err);
 	if (rc)
 		goto err_free;
 	pthread_mutex_lock(&e->lock);
@@ -1033,7 +1054,7 @@ static void write_around(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
 {
 	struct pmc_engine *e = x->q->e;
 	struct pmc_req *req = x->req;
-	int dsync = !!(req->flags & PMC_REQ_FUA);
+	int dsync = (req->flags & PMC_REQ_FUA) || atomic_load(&e->vols[req->vol].no_volatile);
 
 	inval(e, req->vol, x->lba + start, end - start);
 	if (!dsync)

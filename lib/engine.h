@@ -97,6 +97,12 @@ int pmc_engine_set_volume_conf(struct pmc_engine *e, uint32_t vol,
 			       const struct pmc_volume_conf *vc, struct pmc_err *err);
 int pmc_engine_get_mode(struct pmc_engine *e, uint32_t vol, enum pmc_mode *mode, int *draining);
 void pmc_engine_set_wb_conf(struct pmc_engine *e, const struct pmc_wb_conf *wb);
+/*
+ * Whether the exported device tells the kernel it has a volatile write
+ * cache (then flush requests make disk writes durable). Without one, every
+ * write that reaches the disk directly uses RWF_DSYNC. Default: volatile.
+ */
+void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_cache);
 /* first disk error of the volume (sticky until cleared), 0 if none */
 int pmc_engine_volume_error(struct pmc_engine *e, uint32_t vol);
 void pmc_engine_clear_error(struct pmc_engine *e, uint32_t vol);
@@ -105,6 +111,11 @@ void pmc_engine_clear_error(struct pmc_engine *e, uint32_t vol);
 
 int pmc_queue_create(struct pmc_engine *e, unsigned depth, struct pmc_queue **out,
 		     struct pmc_err *err);
+/* ... whose ring also carries another protocol's commands (ring.h) */
+struct pmc_ring_opts;
+int pmc_queue_create_opts(struct pmc_engine *e, unsigned depth, const struct pmc_ring_opts *ro,
+			  struct pmc_queue **out, struct pmc_err *err);
+struct pmc_ring *pmc_queue_ring(struct pmc_queue *q);
 /* Waits for the queue's in-flight work to finish, then frees it. */
 void pmc_queue_destroy(struct pmc_queue *q);
 
