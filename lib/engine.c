@@ -590,6 +590,86 @@ static struct pmc_evol *evol(struct pmc_engine *e, uint32_t vol)
 	return vol < e->nvols && e->vols[vol].disk ? &e->vols[vol] : NULL;
 }
 
+int pmc_engine_find(struct pmc_engine *e, const char *name, uint32_t *vol)
+{
+	for (uint32_t i = 0; i < e->nvols; i++) {
+		if (e->vols[i].disk && !strcmp(e->vols[i].name, name)) {
+			*vol = i;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+const char *pmc_engine_volume_name(struct pmc_engine *e, uint32_t vol)
+{
+	struct pmc_evol *v = evol(e, vol);
+
+	return v ? v->name : NULL;
+}
+
+const char *pmc_engine_volume_disk(struct pmc_engine *e, uint32_t vol)
+{
+	struct pmc_evol *v = evol(e, vol);
+
+	return v ? v->disk->path : NULL;
+}
+
+uint64_t pmc_engine_volume_size(struct pmc_engine *e, uint32_t vol)
+{
+	struct pmc_evol *v = evol(e, vol);
+
+	return v ? v->blocks * e->bs : 0;
+}
+
+int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc_err *err)
+{
+	struct pmc_evol *v = evol(e, vol);
+	struct pmc_disk *disk;
+	char name[PMC_VOLUME_NAME_MAX + 1];
+	int rc;
+
+	if (!v)
+		return pmc_err_set(err, ENOENT, "volume slot %u: not attached", vol);
+	pthread_mutex_lock(&e->lock);
+	snprintf(name, sizeof(name), "%s", v->name);
+	if (remove && e->c) {
+		struct pmc_volume_info vi;
+
+		if (!atomic_load(&e->c->counts_valid))
+			pmc_cache_recount(e->c);
+		pmc_cache_volume_info(e->c, vol, &vi);
+		if (vi.nr_dirty) {
+			pthread_mutex_unlock(&e->lock);
+			return pmc_err_set(err, EBUSY,
+					   "volume %s: %" PRIu64 " dirty blocks not yet written back",
+					   name, vi.nr_dirty);
+		}
+	}
+	disk = v->disk;
+	v->disk = NULL;
+	if (e->c)
+		pmc_cache_volume_put(e->c, vol);
+	rc = remove && e->c ? pmc_cache_volume_remove(e->c, vol, err) : 0;
+	if (rc == 0 && remove && e->state) {
+		struct pmc_err serr = {0};
+
+		if (pmc_state_set(e->state, name, 0, &serr))
+			pmc_log(LOG_ERR, "volume %s: %s", name, serr.msg);
+	}
+	if (rc) {
+		/* still in the cache: keep serving it */
+		v->disk = disk;
+		if (e->c)
+			pmc_cache_volume_get(e->c, vol);
+		pthread_mutex_unlock(&e->lock);
+		return rc;
+	}
+	pthread_mutex_unlock(&e->lock);
+	pmc_disk_close(disk);
+	return 0;
+}
+
 int pmc_engine_set_mode(struct pmc_engine *e, uint32_t vol, enum pmc_mode mode,
 			struct pmc_err *err)
 {

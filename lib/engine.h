@@ -87,6 +87,19 @@ void pmc_engine_destroy(struct pmc_engine *e);
 int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
 		      const struct pmc_volume_conf *vc, uint32_t *vol, struct pmc_err *err);
 /*
+ * Stop serving vol: its requests must all have completed (its device is
+ * stopped). Closes its disk; the volume stays in the cache (its dirty data
+ * too, for the next attach). With remove, the volume must have no dirty
+ * block and is removed from the cache.
+ */
+int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc_err *err);
+/* slot of an attached volume by name */
+int pmc_engine_find(struct pmc_engine *e, const char *name, uint32_t *vol);
+const char *pmc_engine_volume_name(struct pmc_engine *e, uint32_t vol);
+const char *pmc_engine_volume_disk(struct pmc_engine *e, uint32_t vol);
+uint64_t pmc_engine_volume_size(struct pmc_engine *e, uint32_t vol);
+
+/*
  * Change the mode. Leaving write-back first writes back the volume's dirty
  * data: until that is done new writes go through to the disk, and
  * pmc_engine_get_mode() reports the old mode with draining set.
