@@ -1182,6 +1182,8 @@ static void disk_write(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int 
 	io->cb = cb;
 	io->priv = x;
 	if (from_pmem) {
+		/* write-through: the same blocks went into pmem too */
+		STAT_ADD(&x->q->stats[req->vol], write_disk_blocks, end - start);
 		for (uint32_t i = start; i < end; i++) {
 			x->iov[i].iov_base = pmc_cache_block_data(e->c, x->blk[i]);
 			x->iov[i].iov_len = e->bs;
@@ -1286,6 +1288,8 @@ static int write_cached_marked(struct pmc_req_ctx *x, int through)
 	return 0;
 }
 
+/* x->pending holds one reference for the request itself while it is being
+ * started or parked; sub-I/Os add theirs. */
 static void start_write(struct pmc_req_ctx *x)
 {
 	struct pmc_engine *e = x->q->e;
@@ -1299,15 +1303,13 @@ static void start_write(struct pmc_req_ctx *x)
 	case PMC_MODE_WRITE_BACK:
 		x->path = PMC_LAT_WRITE_PMEM;
 		if (write_cached(x, 0)) {
-			x->pending--;
-			park(x);
+			park(x); /* keeps its reference */
 			return;
 		}
 		break;
 	case PMC_MODE_WRITE_THROUGH:
 		x->path = PMC_LAT_WRITE_DISK;
 		if (write_cached(x, 1)) {
-			x->pending--;
 			park(x);
 			return;
 		}
@@ -1319,22 +1321,19 @@ static void start_write(struct pmc_req_ctx *x)
 	sub_done(x);
 }
 
-/* a parked write resumes where it stopped */
+/* a parked write resumes where it stopped; it still holds its reference */
 static void resume_write(struct pmc_req_ctx *x)
 {
 	struct pmc_evol *v = &x->q->e->vols[x->req->vol];
-	int through = atomic_load(&v->mode) == PMC_MODE_WRITE_THROUGH;
+	int mode = atomic_load(&v->mode);
 
-	if (atomic_load(&v->draining) || atomic_load(&v->mode) > PMC_MODE_WRITE_THROUGH) {
-		x->pending++;
+	if (atomic_load(&v->draining) || mode > PMC_MODE_WRITE_THROUGH) {
 		write_around(x, x->cursor, x->n);
 		x->cursor = x->n;
 		sub_done(x);
 		return;
 	}
-	x->pending++;
-	if (write_cached(x, through)) {
-		x->pending--;
+	if (write_cached(x, mode == PMC_MODE_WRITE_THROUGH)) {
 		park(x);
 		return;
 	}
