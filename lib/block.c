@@ -32,9 +32,7 @@ void pmc_pin_locked(struct pmc_cache *c, uint64_t blk)
 	if (c->rdonly)
 		return;
 	do {
-		if (PMC_REF_EPOCH(old) == c->epoch) {
-			PMC_BUG_ON(PMC_REF_PINS(old) == UINT32_MAX, "block %llu: pin overflow",
-				   (unsigned long long)blk);
+		if (PMC_REF_EPOCH(old) == c->epoch && PMC_REF_PINS(old) < PMC_REF_PINS_BOGUS) {
 			new = old + 1;
 		} else {
 			new = PMC_REF(c->epoch, 1);
@@ -61,7 +59,8 @@ void pmc_cache_unpin(struct pmc_cache *c, uint64_t blk)
 	r = &c->descs[blk].ref;
 	old = pmc_load64(r);
 	do {
-		PMC_BUG_ON(PMC_REF_EPOCH(old) != c->epoch || PMC_REF_PINS(old) == 0,
+		PMC_BUG_ON(PMC_REF_EPOCH(old) != c->epoch || PMC_REF_PINS(old) == 0 ||
+				   PMC_REF_PINS(old) >= PMC_REF_PINS_BOGUS,
 			   "block %llu: pin count underflow", (unsigned long long)blk);
 	} while (!__atomic_compare_exchange_n(r, &old, old - 1, 0, __ATOMIC_ACQ_REL,
 					      __ATOMIC_ACQUIRE));
@@ -71,7 +70,8 @@ uint32_t pmc_cache_pins(struct pmc_cache *c, uint64_t blk)
 {
 	uint64_t r = pmc_load64(&c->descs[blk].ref);
 
-	return PMC_REF_EPOCH(r) == c->epoch ? PMC_REF_PINS(r) : 0;
+	return PMC_REF_EPOCH(r) == c->epoch && PMC_REF_PINS(r) < PMC_REF_PINS_BOGUS ? PMC_REF_PINS(r)
+										    : 0;
 }
 
 /* take the first pin on an unpinned block; 0 if someone holds it */
@@ -80,7 +80,8 @@ static int claim(struct pmc_cache *c, uint64_t blk)
 	uint64_t *r = &c->descs[blk].ref;
 	uint64_t old = pmc_load64(r);
 
-	if (PMC_REF_EPOCH(old) == c->epoch && PMC_REF_PINS(old) != 0)
+	if (PMC_REF_EPOCH(old) == c->epoch && PMC_REF_PINS(old) != 0 &&
+	    PMC_REF_PINS(old) < PMC_REF_PINS_BOGUS)
 		return 0;
 	return __atomic_compare_exchange_n(r, &old, PMC_REF(c->epoch, 1), 0, __ATOMIC_ACQ_REL,
 					   __ATOMIC_ACQUIRE);

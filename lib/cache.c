@@ -139,6 +139,24 @@ static int volumes_check(struct pmc_cache *c, struct pmc_err *err)
 	return 0;
 }
 
+/* the per-volume counters of a clean close sit outside any checksum: trust
+ * them only if they add up to the checksummed totals of the superblock
+ * (else the counters are recounted, as after a crash) */
+static int clean_counts_agree(struct pmc_cache *c)
+{
+	uint64_t d = 0, k = 0;
+
+	for (uint32_t i = 0; i < c->max_volumes; i++) {
+		if (PMC_VOL_STATE(c->vols[i].gen_state) != PMC_VOL_ACTIVE)
+			continue;
+		if (c->vols[i].clean_nr_dirty > c->nr_blocks || c->vols[i].clean_nr_clean > c->nr_blocks)
+			return 0;
+		d += c->vols[i].clean_nr_dirty;
+		k += c->vols[i].clean_nr_clean;
+	}
+	return d == c->sb.clean_nr_dirty && k == c->sb.clean_nr_clean && d + k <= c->nr_blocks;
+}
+
 int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 		   struct pmc_err *err)
 {
@@ -187,7 +205,7 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 		cache_free(c);
 		return rc;
 	}
-	if (c->was_clean) {
+	if (c->was_clean && clean_counts_agree(c)) {
 		for (uint32_t i = 0; i < c->max_volumes; i++) {
 			if (PMC_VOL_STATE(c->vols[i].gen_state) != PMC_VOL_ACTIVE)
 				continue;

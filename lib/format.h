@@ -99,6 +99,9 @@ typedef uint64_t pmc_bucket_t;
 
 #define PMC_REF_EPOCH(r) ((uint32_t)((r) >> 32))
 #define PMC_REF_PINS(r) ((uint32_t)(r))
+/* pins are bounded by the requests in flight; a count this large can only
+ * be a word damaged outside this boot, and counts as no pin */
+#define PMC_REF_PINS_BOGUS (1u << 31)
 #define PMC_REF(epoch, pins) (((uint64_t)(uint32_t)(epoch) << 32) | (uint32_t)(pins))
 #define PMC_HINT_REFERENCED 1ull
 

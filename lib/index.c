@@ -286,13 +286,18 @@ int pmc_cache_invalidate(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32
 
 void pmc_cache_recount(struct pmc_cache *c)
 {
+	/* a sound index links each block at most once: more steps than blocks
+	 * means a corrupt (looping) chain; stop walking chains then */
+	uint64_t budget = c->nr_blocks;
+
 	for (uint32_t s = 0; s < c->nr_stripes; s++) {
 		pthread_mutex_lock(&c->stripe[s]);
 		if (!c->counted[s]) {
 			for (uint64_t b = s; b <= c->bucket_mask; b += c->nr_stripes) {
 				uint64_t v = pmc_load64(&c->buckets[b]), steps = 0;
 
-				while (v && v <= c->nr_blocks && ++steps <= c->nr_blocks) {
+				while (v && v <= c->nr_blocks && ++steps <= c->nr_blocks && budget) {
+					budget--;
 					struct pmc_desc *d = &c->descs[v - 1];
 
 					if (pmc_desc_live(c, d)) {

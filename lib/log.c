@@ -24,6 +24,7 @@ void pmc_log_set_level(int max_prio)
 	level = max_prio;
 }
 
+static void vlog(int prio, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void vlog(int prio, const char *fmt, va_list ap)
 {
 	char line[512];

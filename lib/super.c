@@ -196,7 +196,8 @@ int pmc_sb_load(struct pmc_pmem *pm, struct pmc_sb *out, unsigned *slot, struct 
 	for (unsigned i = 0; i < PMC_SB_COPIES; i++) {
 		memcpy(&sb[i], pm->base + (size_t)i * PMC_SB_SLOT, sizeof(sb[i]));
 		why[i] = sb_copy_problem(&sb[i], buf[i], sizeof(buf[i]));
-		if (!why[i] && (best < 0 || sb[i].seq > sb[best].seq))
+		/* serial-number order: a commit after seq UINT64_MAX wraps to 0 */
+		if (!why[i] && (best < 0 || (int64_t)(sb[i].seq - sb[best].seq) > 0))
 			best = (int)i;
 	}
 	if (best < 0) {
