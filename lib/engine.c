@@ -1578,9 +1578,9 @@ int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns)
 			nanosleep(&ts, NULL);
 			continue;
 		}
-		if (!pmc_ring_busy(q->ring) && !q->done)
+		if (!pmc_ring_waitable(q->ring) && !q->done)
 			return 0;
-		n = pmc_ring_poll(q->ring, 1, 10000000ull);
+		n = pmc_ring_poll(q->ring, 1, timeout_ns ? timeout_ns : 10000000ull);
 		if (n < 0)
 			return n;
 		n += run_done(q);

@@ -143,6 +143,11 @@ void pmc_ring_destroy(struct pmc_ring *r)
 	free(r);
 }
 
+unsigned pmc_ring_waitable(struct pmc_ring *r)
+{
+	return pmc_ring_busy(r) + r->nforeign;
+}
+
 int pmc_ring_eventfd(struct pmc_ring *r)
 {
 	return r->efd;

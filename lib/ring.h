@@ -101,6 +101,8 @@ void pmc_ring_submit_later(struct pmc_ring *r, struct pmc_io *io, uint64_t delay
 int pmc_ring_poll(struct pmc_ring *r, int wait, uint64_t timeout_ns);
 /* I/Os submitted and not yet completed (including deferred and backlog) */
 unsigned pmc_ring_busy(struct pmc_ring *r);
+/* ... plus the other protocol's commands outstanding: something to wait for */
+unsigned pmc_ring_waitable(struct pmc_ring *r);
 int pmc_ring_eventfd(struct pmc_ring *r);
 void pmc_ring_get_info(struct pmc_ring *r, struct pmc_ring_info *info);
 
