@@ -1,0 +1,564 @@
+/* engine_crash.c - power cuts while the engine writes, fills and writes
+ * back.
+ *
+ * The cache lives on a simulated pmem (tests/lib/simpmem.c) that records
+ * every store, flush and drain; the backing disks are files. A seeded
+ * workload runs through the engine: writes of 1..8 blocks (write-back on
+ * one volume, write-through on the other, write-around for a while), reads
+ * that fill the cache, write-back steps, then flush_all and a clean close.
+ * Disk reads into pmem bypass the pmem ops (the kernel writes the mapping),
+ * so the disk's complete hook records them as stores, as the DMA they model
+ * would be: not durable until the engine flushes them.
+ *
+ * At chosen persist points (drains) the simulator builds crash images: the
+ * durable contents plus, for each 8-byte word stored and not yet drained,
+ * that word landing or not (none, all, a random half). The disk files are
+ * not rolled back: a power cut does not undo what a disk acknowledged. Each
+ * image is recovered (pmc_cache_open, pmc_cache_check) and every block of
+ * every volume is checked: what the cache holds, or on a miss what the disk
+ * holds, is the last acknowledged version or the one being written; a
+ * clean cached block equals the disk. A sample of crash points is also
+ * recovered end to end, later: an engine on the image and on copies of the
+ * disks taken at the crash, flush_all, and the copies must then hold every
+ * acknowledged write.
+ *
+ * Crash points: 1 in N (--every, default 30) of the persist points while
+ * writing and filling, 1 in N/8 while writing around a volume that still
+ * holds dirty data, every one during flush_all and the clean close.
+ * Usage: engine_crash [--seed S] [--every N] [--ops N] [--only-point K]
+ * A failure prints the seed and the drain; --seed S --only-point K crashes
+ * there only (disk completion timing may shift the numbering a little).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "etest.h"
+#include "simpmem.h"
+#include "t.h"
+
+#define NV 2
+#define CACHE_BLOCKS 96
+#define MAXN 8		/* blocks per request */
+#define INFLIGHT 4
+#define NSAMPLES 8	/* end-to-end recoveries */
+
+struct cvol {
+	struct et_vol v;
+	uint64_t *want;	/* acknowledged version */
+	uint64_t *pend;	/* version of the write in flight, 0 none */
+	uint8_t *busy;	/* a request in flight covers the block */
+};
+
+struct creq {
+	struct pmc_req req;
+	int busy;
+	unsigned cv;
+	uint64_t lba, n, ver;
+	char *buf;
+};
+
+struct sample {
+	uint64_t drain;
+	char *image;
+	char *disk[NV];
+	uint64_t *want[NV], *pend[NV];
+};
+
+static uint64_t g_seed, g_rng, g_check_rng;
+static struct simpmem g_sim;
+static struct et g_t;
+static struct cvol g_cv[NV];
+static struct creq g_req[INFLIGHT];
+static unsigned g_inflight;
+static uint64_t g_next_ver;
+static struct pmc_queue *g_q;
+static char *g_image, *g_blk;
+static int g_armed;
+static uint64_t g_only_point, g_every = 30, g_stride;
+static uint64_t g_checks, g_images, g_seen_drains;
+static const char *g_phase = "setup";
+static struct sample g_samples[NSAMPLES];
+static unsigned g_nsamples;
+
+/* --- the disk: reads into pmem are stores the simulator must see --- */
+
+static void rec_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
+{
+	pmc_ring_submit_raw(r, io);
+}
+
+static int rec_complete(struct pmc_disk *d, struct pmc_io *io, int res)
+{
+	uint64_t left = res > 0 ? (uint64_t)res : 0;
+
+	if (io->op != PMC_IO_READ)
+		return res;
+	for (int i = 0; i < io->iovcnt && left; i++) {
+		char *p = io->iov[i].iov_base;
+		uint64_t n = io->iov[i].iov_len < left ? io->iov[i].iov_len : left;
+
+		left -= n;
+		if (p < g_sim.live || p + n > g_sim.live + g_sim.size)
+			continue; /* a request buffer */
+		for (uint64_t o = 0; o < n; o += BS) {
+			uint64_t k = n - o < BS ? n - o : BS;
+
+			memcpy(g_blk, p + o, k);
+			pmc_pmem_copy(g_sim.pm, p + o, g_blk, k);
+		}
+	}
+	return res;
+}
+
+static const struct pmc_disk_ops rec_ops = {
+	.submit = rec_submit,
+	.complete = rec_complete,
+};
+
+/* --- checking a crash image --- */
+
+static void fail_at(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fail_at(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "FAIL [seed %" PRIu64 " drain %" PRIu64 " phase %s]: ", g_seed,
+		g_sim.drains, g_phase);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n  replay: engine_crash --seed %" PRIu64 " --only-point %" PRIu64 "\n",
+		g_seed, g_sim.drains);
+	exit(1);
+}
+
+/* b is version want, version pend (if any), or (while pend is being
+ * written to the disk) a word-by-word mix of the two */
+static int allowed(const void *b, uint32_t tag, uint64_t lba, uint64_t want, uint64_t pend,
+		   int mix_ok, uint64_t *got)
+{
+	static char r1[BS], r2[BS];
+
+	*got = et_version(b, tag, lba);
+	if (*got == want || (pend && *got == pend))
+		return 1;
+	if (!mix_ok || !pend || *got != EV_BAD)
+		return 0;
+	et_fill(r1, tag, lba, want);
+	et_fill(r2, tag, lba, pend);
+	for (size_t i = 0; i < BS / 8; i++)
+		if (((const uint64_t *)b)[i] != ((uint64_t *)r1)[i] &&
+		    ((const uint64_t *)b)[i] != ((uint64_t *)r2)[i])
+			return 0;
+	return 1;
+}
+
+static void disk_block(int fd, uint64_t lba, char *buf)
+{
+	if (pread(fd, buf, BS, (off_t)(lba * BS)) != BS)
+		fail_at("pread of disk block %" PRIu64 " failed", lba);
+}
+
+static void verify_image(char *image, int mode)
+{
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	struct pmc_err err = {0};
+	struct pmc_check_report rep;
+	static char dbuf[BS];
+
+	T_EQ(pmc_pmem_wrap(image, g_sim.size, &simpmem_direct_ops, NULL, &pm), 0);
+	if (pmc_cache_open(pm, 0, &c, &err))
+		fail_at("recovery (landing mode %d) failed: %s", mode, err.msg);
+	if (pmc_cache_check(c, &rep, &err))
+		fail_at("check after recovery (landing mode %d): %s", mode, err.msg);
+	for (unsigned i = 0; i < NV; i++) {
+		struct cvol *cv = &g_cv[i];
+		uint32_t slot;
+		int fd = open(cv->v.path, O_RDONLY);
+
+		if (fd < 0)
+			fail_at("open %s", cv->v.path);
+		if (pmc_cache_volume_find(c, cv->v.name, &slot))
+			fail_at("volume %s missing after recovery", cv->v.name);
+		for (uint64_t lba = 0; lba < cv->v.nblocks; lba++) {
+			uint64_t want = cv->want[lba], pend = cv->pend[lba], blk, got, dgot;
+			enum pmc_block_state st;
+			char g[64], d[256];
+
+			if (pmc_cache_lookup_pin(c, slot, lba, &blk, &st) == 0) {
+				const char *data = pmc_cache_block_data(c, blk);
+
+				if (!allowed(data, cv->v.tag, lba, want, pend, 0, &got))
+					fail_at("(landing mode %d) vol %s block %" PRIu64 ": the %s "
+						"cached block is %s, acknowledged version %" PRIu64
+						", in flight %" PRIu64 "; block: %s",
+						mode, cv->v.name, lba,
+						st == PMC_BLK_DIRTY ? "dirty" : "clean",
+						et_vstr(got, g, sizeof(g)), want, pend,
+						et_describe(data, cv->v.tag, lba, want, d, sizeof(d)));
+				if (st == PMC_BLK_CLEAN && !pend) {
+					disk_block(fd, lba, dbuf);
+					dgot = et_version(dbuf, cv->v.tag, lba);
+					if (dgot != got)
+						fail_at("(landing mode %d) vol %s block %" PRIu64
+							": clean in the cache with version %" PRIu64
+							", but the disk has %s",
+							mode, cv->v.name, lba, got,
+							et_vstr(dgot, g, sizeof(g)));
+				}
+				pmc_cache_unpin(c, blk);
+			} else {
+				disk_block(fd, lba, dbuf);
+				if (!allowed(dbuf, cv->v.tag, lba, want, pend, 1, &got))
+					fail_at("(landing mode %d) vol %s block %" PRIu64
+						": not cached, and the disk has %s; acknowledged "
+						"version %" PRIu64 ", in flight %" PRIu64 "; block: %s",
+						mode, cv->v.name, lba, et_vstr(got, g, sizeof(g)), want,
+						pend,
+						et_describe(dbuf, cv->v.tag, lba, want, d, sizeof(d)));
+			}
+		}
+		close(fd);
+	}
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	g_images++;
+}
+
+static char *read_file(const char *path, uint64_t len)
+{
+	char *b = et_alloc(len);
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || pread(fd, b, len, 0) != (ssize_t)len)
+		fail_at("cannot copy %s", path);
+	close(fd);
+	return b;
+}
+
+static void take_sample(void)
+{
+	struct sample *s = &g_samples[g_nsamples++];
+
+	s->drain = g_sim.drains;
+	s->image = et_alloc(g_sim.size);
+	simpmem_crash_image(&g_sim, s->image, 2, &g_check_rng);
+	for (unsigned i = 0; i < NV; i++) {
+		uint64_t n = g_cv[i].v.nblocks;
+
+		s->disk[i] = read_file(g_cv[i].v.path, n * BS);
+		s->want[i] = malloc(n * sizeof(uint64_t));
+		s->pend[i] = malloc(n * sizeof(uint64_t));
+		T_TRUE(s->want[i] && s->pend[i]);
+		memcpy(s->want[i], g_cv[i].want, n * sizeof(uint64_t));
+		memcpy(s->pend[i], g_cv[i].pend, n * sizeof(uint64_t));
+	}
+}
+
+static void on_drain(struct simpmem *s, void *arg)
+{
+	(void)arg;
+	if (!g_armed)
+		return;
+	g_seen_drains++;
+	if (g_only_point ? s->drains != g_only_point : et_rand(&g_check_rng) % g_stride)
+		return;
+	g_checks++;
+	for (int mode = 0; mode < 3; mode++) {
+		simpmem_crash_image(s, g_image, mode, &g_check_rng);
+		verify_image(g_image, mode);
+	}
+	if (g_nsamples < NSAMPLES && (g_only_point || g_checks % 40 == 7))
+		take_sample();
+}
+
+/* --- the workload --- */
+
+static void req_cb(struct pmc_req *req, int res)
+{
+	struct creq *r = req->priv;
+	struct cvol *cv = &g_cv[r->cv];
+
+	if (!r->busy)
+		fail_at("a completion for a request not in flight");
+	if (res)
+		fail_at("%s of vol %s blocks %" PRIu64 "+%" PRIu64 " failed: %d",
+			req->op == PMC_REQ_READ ? "read" : "write", cv->v.name, r->lba, r->n, res);
+	for (uint64_t i = 0; i < r->n; i++) {
+		uint64_t lba = r->lba + i;
+
+		if (req->op == PMC_REQ_WRITE) {
+			cv->want[lba] = r->ver;
+			cv->pend[lba] = 0;
+		} else {
+			uint64_t got = et_version(r->buf + i * BS, cv->v.tag, lba);
+			char g[64];
+
+			if (got != cv->want[lba])
+				fail_at("live read of vol %s block %" PRIu64 ": %s, expected version "
+					"%" PRIu64,
+					cv->v.name, lba, et_vstr(got, g, sizeof(g)), cv->want[lba]);
+		}
+		cv->busy[lba] = 0;
+	}
+	r->busy = 0;
+	g_inflight--;
+}
+
+static int issue(void)
+{
+	struct creq *r = NULL;
+	struct pmc_err err;
+	unsigned cvi = (unsigned)(et_rand(&g_rng) % NV);
+	struct cvol *cv = &g_cv[cvi];
+	int write = et_rand(&g_rng) % 100 < 65;
+	uint64_t n = 1 + et_rand(&g_rng) % MAXN;
+	uint64_t lba = et_rand(&g_rng) % (cv->v.nblocks - n + 1);
+
+	for (unsigned i = 0; i < INFLIGHT && !r; i++)
+		if (!g_req[i].busy)
+			r = &g_req[i];
+	if (!r)
+		return 0;
+	for (uint64_t i = lba; i < lba + n; i++)
+		if (cv->busy[i])
+			return 0;
+	r->cv = cvi;
+	r->lba = lba;
+	r->n = n;
+	r->ver = write ? ++g_next_ver : 0;
+	for (uint64_t i = 0; i < n; i++) {
+		cv->busy[lba + i] = 1;
+		if (write) {
+			et_fill(r->buf + i * BS, cv->v.tag, lba + i, r->ver);
+			cv->pend[lba + i] = r->ver;
+		}
+	}
+	memset(&r->req, 0, sizeof(r->req));
+	r->req.op = write ? PMC_REQ_WRITE : PMC_REQ_READ;
+	r->req.vol = cv->v.vol;
+	r->req.off = lba * BS;
+	r->req.len = n * BS;
+	r->req.buf = r->buf;
+	r->req.cb = req_cb;
+	r->req.priv = r;
+	r->busy = 1;
+	g_inflight++;
+	memset(&err, 0, sizeof(err));
+	if (pmc_queue_submit(g_q, &r->req, &err))
+		fail_at("submit refused: %s", err.msg);
+	return 1;
+}
+
+/* crash at 1 in `stride` persist points of the phase */
+static void phase(const char *name, uint64_t stride)
+{
+	static uint64_t last_drains, last_checks;
+
+	if (g_armed && strcmp(g_phase, "setup"))
+		printf("phase %-18s %6" PRIu64 " persist points, %4" PRIu64 " crashed at\n", g_phase,
+		       g_sim.drains - last_drains, g_checks - last_checks);
+	last_drains = g_sim.drains;
+	last_checks = g_checks;
+	g_phase = name;
+	g_stride = stride ? stride : 1;
+}
+
+static void run(uint64_t ops, unsigned wb_every)
+{
+	uint64_t started = 0, turns = 0;
+
+	while (started < ops || g_inflight) {
+		while (started < ops && g_inflight < INFLIGHT && issue())
+			started++;
+		if (wb_every && ++turns % wb_every == 0)
+			pmc_engine_writeback_step(g_t.e, g_q);
+		if (pmc_queue_poll(g_q, g_inflight > 0, 2000000ull) < 0)
+			fail_at("poll failed");
+	}
+}
+
+/* --- end-to-end recovery of a sample --- */
+
+static void recover_sample(struct sample *s)
+{
+	struct et t;
+	struct et_vol v[NV];
+	struct pmc_queue *q;
+	struct pmc_err err;
+	char *buf = et_alloc(MAXN * BS);
+
+	memset(&t, 0, sizeof(t));
+	T_EQ(pmc_pmem_wrap(s->image, g_sim.size, &simpmem_direct_ops, NULL, &t.pm), 0);
+	memset(&err, 0, sizeof(err));
+	if (pmc_cache_open(t.pm, 0, &t.c, &err))
+		T_FAIL("sample at drain %" PRIu64 ": recovery failed: %s", s->drain, err.msg);
+	pmc_wb_conf_default(&t.wb);
+	T_OK(pmc_engine_create(t.c, &t.wb, &t.e, &err));
+	for (unsigned i = 0; i < NV; i++) {
+		char what[32];
+		int fd;
+
+		v[i] = g_cv[i].v;
+		snprintf(what, sizeof(what), "copy%u", i);
+		et_path(v[i].path, sizeof(v[i].path), what);
+		fd = open(v[i].path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || pwrite(fd, s->disk[i], v[i].nblocks * BS, 0) !=
+				      (ssize_t)(v[i].nblocks * BS))
+			T_FAIL("cannot write %s", v[i].path);
+		close(fd);
+		et_attach(&t, &v[i], NULL, NULL, NULL);
+	}
+	q = et_queue(t.e, 8);
+	et_flush_all(&t, q, NULL);
+	for (unsigned i = 0; i < NV; i++) {
+		for (uint64_t lba = 0; lba < v[i].nblocks; lba++) {
+			uint64_t want = s->want[i][lba], pend = s->pend[i][lba], got;
+			char g[64];
+
+			et_disk_read(v[i].path, lba, buf);
+			if (!allowed(buf, v[i].tag, lba, want, pend, 1, &got))
+				T_FAIL("seed %" PRIu64 ": crash at drain %" PRIu64 ", recovered by an "
+				       "engine and flushed: vol %s block %" PRIu64 " on the disk is %s, "
+				       "acknowledged version %" PRIu64 ", in flight %" PRIu64,
+				       g_seed, s->drain, v[i].name, lba, et_vstr(got, g, sizeof(g)),
+				       want, pend);
+			T_EQ(et_io(t.e, q, q, PMC_REQ_READ, v[i].vol, lba, 1, buf + BS, 0), 0);
+			if (memcmp(buf, buf + BS, BS))
+				T_FAIL("seed %" PRIu64 ": crash at drain %" PRIu64 ": vol %s block %" PRIu64
+				       " reads differently through the engine than from the disk after "
+				       "flush_all",
+				       g_seed, s->drain, v[i].name, lba);
+		}
+	}
+	pmc_queue_destroy(q);
+	pmc_engine_destroy(t.e);
+	pmc_cache_close(t.c);
+	pmc_pmem_close(t.pm);
+	free(buf);
+}
+
+int main(int argc, char **argv)
+{
+	struct pmc_err err;
+	uint64_t ops = 600;
+	struct pmc_volume_conf vc;
+
+	g_seed = et_seed_arg(argc, argv, NULL);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--every") && i + 1 < argc)
+			g_every = strtoull(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--ops") && i + 1 < argc)
+			ops = strtoull(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--only-point") && i + 1 < argc)
+			g_only_point = strtoull(argv[i + 1], NULL, 0);
+	}
+	printf("seed: %" PRIu64 "\n", g_seed);
+	g_rng = g_seed;
+	g_check_rng = ~g_seed;
+
+	T_EQ(simpmem_init(&g_sim, et_pmem_size(CACHE_BLOCKS)), 0);
+	g_sim.on_drain = on_drain;
+	g_image = et_alloc(g_sim.size);
+	g_blk = et_alloc(BS);
+	for (unsigned i = 0; i < INFLIGHT; i++)
+		g_req[i].buf = et_alloc(MAXN * BS);
+	T_OK(pmc_cache_format(g_sim.pm, NULL, &err));
+	T_OK(pmc_cache_open(g_sim.pm, 0, &g_t.c, &err));
+	g_t.pm = g_sim.pm;
+	pmc_wb_conf_default(&g_t.wb);
+	g_t.wb.high_pct = 40;
+	g_t.wb.low_pct = 20;
+	g_t.wb.max_age_ms = 5;
+	g_t.wb.max_io_bytes = 32 << 10;
+	g_t.wb.idle_ms = 1;
+	T_OK(pmc_engine_create(g_t.c, &g_t.wb, &g_t.e, &err));
+	pmc_volume_conf_default(&vc);
+	for (unsigned i = 0; i < NV; i++) {
+		struct cvol *cv = &g_cv[i];
+
+		snprintf(cv->v.name, sizeof(cv->v.name), "c%u", i);
+		et_path(cv->v.path, sizeof(cv->v.path), cv->v.name);
+		cv->v.tag = i + 1;
+		cv->v.nblocks = i ? 128 : 256;
+		et_disk_create(cv->v.path, cv->v.tag, cv->v.nblocks);
+		cv->want = calloc(cv->v.nblocks, sizeof(uint64_t));
+		cv->pend = calloc(cv->v.nblocks, sizeof(uint64_t));
+		cv->busy = calloc(cv->v.nblocks, 1);
+		T_TRUE(cv->want && cv->pend && cv->busy);
+		vc.mode = i ? PMC_MODE_WRITE_THROUGH : PMC_MODE_WRITE_BACK;
+		et_attach(&g_t, &cv->v, &vc, &rec_ops, NULL);
+	}
+	g_q = et_queue(g_t.e, 16);
+	printf("fixed buffers: %s\n", pmc_queue_fixed_buffers(g_q) ? "yes" : "no");
+
+	g_armed = 1;
+	phase("writes and fills", g_every);
+	run(ops, 4);
+	/* leave write-back with dirty data and no write-back running: the
+	 * volume drains (writes go around) over blocks still dirty */
+	{
+		struct pmc_wb_conf wb = g_t.wb;
+
+		wb.high_pct = 100;
+		wb.low_pct = 100;
+		wb.max_age_ms = 600000;
+		pmc_engine_set_wb_conf(g_t.e, &wb);
+		run(ops / 4, 0);
+		phase("write-around", g_every / 8);
+		T_OK(pmc_engine_set_mode(g_t.e, g_cv[0].v.vol, PMC_MODE_WRITE_AROUND, &err));
+		run(ops / 4, 0);
+		pmc_engine_set_wb_conf(g_t.e, &g_t.wb);
+	}
+	phase("write-back again", g_every);
+	T_OK(pmc_engine_set_mode(g_t.e, g_cv[0].v.vol, PMC_MODE_WRITE_BACK, &err));
+	run(ops / 2, 4);
+	phase("flush_all", 1);
+	et_flush_all(&g_t, g_q, NULL);
+	phase("clean close", 1);
+	pmc_queue_destroy(g_q);
+	pmc_engine_destroy(g_t.e);
+	et_check_cache(&g_t);
+	pmc_cache_close(g_t.c);
+	phase("after a clean close", 1);
+	g_armed = 0;
+	verify_image(g_sim.dura, 0);
+	printf("%" PRIu64 " persist points seen, %" PRIu64 " crashed at, %" PRIu64
+	       " crash images recovered and checked\n",
+	       g_seen_drains, g_checks, g_images);
+	if (g_checks < (g_only_point ? 1 : 50))
+		T_FAIL("only %" PRIu64 " crash points checked", g_checks);
+
+	for (unsigned i = 0; i < g_nsamples; i++) {
+		recover_sample(&g_samples[i]);
+		free(g_samples[i].image);
+		for (unsigned k = 0; k < NV; k++) {
+			free(g_samples[i].disk[k]);
+			free(g_samples[i].want[k]);
+			free(g_samples[i].pend[k]);
+		}
+	}
+	printf("ok: %u crash points recovered end to end (engine, flush_all, disks)\n",
+	       g_nsamples);
+	for (unsigned i = 0; i < NV; i++) {
+		free(g_cv[i].want);
+		free(g_cv[i].pend);
+		free(g_cv[i].busy);
+	}
+	for (unsigned i = 0; i < INFLIGHT; i++)
+		free(g_req[i].buf);
+	free(g_image);
+	free(g_blk);
+	simpmem_fini(&g_sim);
+	return et_exit("engine_crash", g_seed);
+}

@@ -1,0 +1,918 @@
+/* engine_faults.c - the engine on backing disks that fail, stall, and
+ * transfer short.
+ *
+ * A fault-injecting disk (struct fdisk) replaces each disk's ops table
+ * before attach: its submit hook fails I/O at once (pmc_ring_complete_later
+ * with -EIO), or delays it (pmc_ring_submit_later); its complete hook fails
+ * an I/O that ran, cuts transfers short, or answers -EAGAIN once per piece.
+ * Each scenario runs on a freshly formatted cache:
+ *   wb_error      write-back to a failing disk: data stays dirty and
+ *                 readable, sticky error, wb_errors, retries with a growing
+ *                 back-off; healed, flush_all succeeds and the disk holds
+ *                 everything
+ *   read_error    failed reads return -EIO and cache nothing; healed, exact
+ *   write_error   write-around, write-through, flush and discard errors
+ *                 reach the request; the data is old or new, never garbage
+ *   flush_fail    flush_all on a disk that keeps failing: -EIO naming the
+ *                 volume, in bounded time, nothing lost
+ *   short_eagain  the random model with every transfer short and every
+ *                 piece answered -EAGAIN first: data exact
+ *   latency       the random model with disk I/O delayed at random
+ *   wb_order      a slow write-back write of an old version must not land
+ *                 over a newer one written around, through, or written back
+ *   nospace       a cache full of dirty data: writes wait for write-back
+ *                 (write-back and write-through mode) or go around
+ *   refusals      a disk smaller than asked or than the cached volume
+ * Usage: engine_faults [--seed S] [--only NAME] [--mode MODE]
+ * (--mode: run the model scenarios in that one mode, to narrow a failure)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "etest.h"
+#include "t.h"
+
+static struct pmc_err err;
+static uint64_t g_seed;
+static int g_only_mode = -1; /* --mode: the model scenarios in one mode only */
+
+/* --- the fault-injecting disk --- */
+
+#define AGAIN_MAX 4096
+#define FAIL_TIMES_MAX 512
+
+struct fdisk {
+	/* what to inject: a positive errno per op kind, 0 for none */
+	int fail[4];		/* indexed by enum pmc_io_op */
+	int fail_after_io;	/* fail in the complete hook, after the I/O ran */
+	int short_io;		/* READ/WRITE complete in pieces of at most half */
+	int eagain;		/* every piece is answered -EAGAIN once first */
+	uint64_t lat_max_ns;	/* delay every submit by 0..lat_max_ns */
+	unsigned delay_writes;	/* delay the next N writes ... */
+	uint64_t delay_ns;	/* ... by this much */
+	uint64_t rng;
+	/* what happened */
+	uint64_t submits[4], failed[4], shorts[4], eagains[4], delayed;
+	uint64_t fail_ns[FAIL_TIMES_MAX]; /* when failed writes were submitted */
+	unsigned nfail_ns;
+	struct {
+		struct pmc_io *io;
+		uint64_t done;
+	} again[AGAIN_MAX];
+	unsigned nagain;
+};
+
+static void fd_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
+{
+	struct fdisk *f = d->priv;
+	int e = f->fail[io->op];
+
+	f->submits[io->op]++;
+	if (e && !f->fail_after_io) {
+		f->failed[io->op]++;
+		if (io->op == PMC_IO_WRITE && f->nfail_ns < FAIL_TIMES_MAX)
+			f->fail_ns[f->nfail_ns++] = pmc_mono_ns();
+		pmc_ring_complete_later(r, io, -e, 0);
+		return;
+	}
+	if (io->op == PMC_IO_WRITE && f->delay_writes) {
+		f->delay_writes--;
+		f->delayed++;
+		pmc_ring_submit_later(r, io, f->delay_ns);
+		return;
+	}
+	if (f->lat_max_ns) {
+		f->delayed++;
+		pmc_ring_submit_later(r, io, et_rand(&f->rng) % f->lat_max_ns);
+		return;
+	}
+	pmc_ring_submit_raw(r, io);
+}
+
+static int fd_complete(struct pmc_disk *d, struct pmc_io *io, int res)
+{
+	struct fdisk *f = d->priv;
+	int e = f->fail[io->op];
+
+	if (res < 0)
+		return res;
+	if (e && f->fail_after_io) {
+		f->failed[io->op]++;
+		return -e;
+	}
+	if (f->eagain) {
+		unsigned i;
+
+		for (i = 0; i < f->nagain; i++)
+			if (f->again[i].io == io && f->again[i].done == io->done)
+				break;
+		if (i == f->nagain) {
+			if (f->nagain == AGAIN_MAX)
+				T_FAIL("fdisk: more than %u I/O pieces waiting for a retry", AGAIN_MAX);
+			f->again[f->nagain].io = io;
+			f->again[f->nagain].done = io->done;
+			f->nagain++;
+			f->eagains[io->op]++;
+			return -EAGAIN;
+		}
+		f->again[i] = f->again[--f->nagain];
+	}
+	if (f->short_io && (io->op == PMC_IO_READ || io->op == PMC_IO_WRITE) && res >= 1024) {
+		/* a multiple of 512 (the file's logical block size), at most half */
+		int n = (int)(((unsigned)res / 2) & ~511u);
+
+		if (n > 512 && et_rand(&f->rng) % 2)
+			n = 512 * (int)(1 + et_rand(&f->rng) % (unsigned)(n / 512));
+		f->shorts[io->op]++;
+		return n;
+	}
+	return res;
+}
+
+static const struct pmc_disk_ops fdisk_ops = {
+	.submit = fd_submit,
+	.complete = fd_complete,
+};
+
+/* --- set-up per scenario --- */
+
+#define MAXV 3
+
+static struct et g_t;
+static struct et_vol g_v[MAXV];
+static struct fdisk g_f[MAXV];
+static unsigned g_nv;
+static struct pmc_queue *g_q;
+static int g_no_steps; /* helpers wait without running write-back steps */
+
+static struct pmc_queue *wbq(void)
+{
+	return g_no_steps ? NULL : g_q;
+}
+
+static void base_wb(struct pmc_wb_conf *wb)
+{
+	pmc_wb_conf_default(wb);
+	wb->high_pct = 0; /* write back whatever is dirty, at once */
+	wb->low_pct = 0;
+	wb->max_age_ms = 0;
+	wb->retry_ms = 40;
+	wb->idle_ms = 1;
+}
+
+static void setup(const char *scenario, uint64_t cache_blocks, unsigned nv, uint64_t vol_blocks,
+		  const struct pmc_wb_conf *wb, const struct pmc_volume_conf *vc)
+{
+	static const char *names[MAXV] = {"vol-a", "vol-b", "vol-c"};
+
+	printf("--- %s\n", scenario);
+	memset(&g_t, 0, sizeof(g_t));
+	et_path(g_t.pmem_path, sizeof(g_t.pmem_path), "pmem");
+	unlink(g_t.pmem_path);
+	g_t.pmem_size = et_pmem_size(cache_blocks);
+	g_t.wb = *wb;
+	et_open(&g_t, 1);
+	g_nv = nv;
+	for (unsigned i = 0; i < nv; i++) {
+		struct et_vol *v = &g_v[i];
+
+		memset(v, 0, sizeof(*v));
+		memset(&g_f[i], 0, sizeof(g_f[i]));
+		g_f[i].rng = g_seed ^ (i + 1);
+		snprintf(v->name, sizeof(v->name), "%s", names[i]);
+		et_path(v->path, sizeof(v->path), names[i]);
+		v->tag = i + 1;
+		v->nblocks = vol_blocks;
+		et_disk_create(v->path, v->tag, v->nblocks);
+		et_attach(&g_t, v, vc, &fdisk_ops, &g_f[i]);
+	}
+	g_q = et_queue(g_t.e, 32);
+	g_no_steps = 0;
+}
+
+static void teardown(void)
+{
+	pmc_queue_destroy(g_q);
+	g_q = NULL;
+	et_check_cache(&g_t);
+	et_close(&g_t, 0);
+}
+
+static void healed(struct fdisk *f)
+{
+	memset(f->fail, 0, sizeof(f->fail));
+	f->fail_after_io = 0;
+}
+
+/* write versions ver of blocks lba..+n; returns the request's result */
+static int write_ver(struct et_vol *v, uint64_t lba, uint64_t n, uint64_t ver, unsigned flags)
+{
+	char *buf = et_alloc(n * BS);
+	int rc;
+
+	for (uint64_t i = 0; i < n; i++)
+		et_fill(buf + i * BS, v->tag, lba + i, ver);
+	rc = et_io(g_t.e, g_q, wbq(), PMC_REQ_WRITE, v->vol, lba, n, buf, flags);
+	free(buf);
+	return rc;
+}
+
+/* each block of lba..+n, read through the engine, holds one of the versions
+ * in ok[0..nok) (EV_ZERO allowed if listed) */
+static void expect_engine(struct et_vol *v, uint64_t lba, uint64_t n, const uint64_t *ok,
+			  unsigned nok, const char *when)
+{
+	char *buf = et_alloc(n * BS);
+	int rc = et_io(g_t.e, g_q, wbq(), PMC_REQ_READ, v->vol, lba, n, buf, 0);
+
+	if (rc)
+		T_FAIL("%s: vol %s: read %" PRIu64 "+%" PRIu64 " failed: %d", when, v->name, lba,
+		       n, rc);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t got = et_version(buf + i * BS, v->tag, lba + i);
+		unsigned k;
+		char g[64];
+
+		for (k = 0; k < nok && ok[k] != got; k++)
+			;
+		if (k == nok)
+			T_FAIL("%s: vol %s block %" PRIu64 " reads as %s, expected version %" PRIu64
+			       "%s",
+			       when, v->name, lba + i, et_vstr(got, g, sizeof(g)), ok[0],
+			       nok > 1 ? " (or another listed)" : "");
+	}
+	free(buf);
+}
+
+static void expect_disk(struct et_vol *v, uint64_t lba, uint64_t n, const uint64_t *ok,
+			unsigned nok, const char *when)
+{
+	char *buf = et_alloc(BS);
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t got;
+		unsigned k;
+		char g[64];
+
+		et_disk_read(v->path, lba + i, buf);
+		got = et_version(buf, v->tag, lba + i);
+		for (k = 0; k < nok && ok[k] != got; k++)
+			;
+		if (k == nok)
+			T_FAIL("%s: vol %s block %" PRIu64 " on the disk is %s, expected version %" PRIu64
+			       "%s",
+			       when, v->name, lba + i, et_vstr(got, g, sizeof(g)), ok[0],
+			       nok > 1 ? " (or another listed)" : "");
+	}
+	free(buf);
+}
+
+#define ONE(v) ((const uint64_t[]){(v)}), 1
+
+static int cached(struct et_vol *v, uint64_t lba, enum pmc_block_state *st)
+{
+	uint64_t blk;
+
+	if (pmc_cache_lookup_pin(g_t.c, v->vol, lba, &blk, st))
+		return 0;
+	pmc_cache_unpin(g_t.c, blk);
+	return 1;
+}
+
+/* --- scenarios --- */
+
+static void sc_wb_error(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	struct pmc_vol_stats s;
+	unsigned bursts = 0;
+	uint64_t burst_ns[64], t0;
+	int rc;
+
+	base_wb(&wb);
+	setup("wb_error: write-back to a failing disk", 256, 1, 1024, &wb, NULL);
+	f->fail[PMC_IO_WRITE] = EIO;
+	t0 = pmc_mono_ns();
+	for (uint64_t lba = 0; lba < 40; lba += 8)
+		T_EQ(write_ver(v, 100 + lba, 8, 7, 0), 0);
+	et_run(g_t.e, g_q, g_q, 700);
+	/* failed write-back writes come in bursts, one per retry */
+	for (unsigned i = 0; i < f->nfail_ns; i++)
+		if (!bursts || f->fail_ns[i] - burst_ns[bursts - 1] > 15000000ull) {
+			if (bursts < 64)
+				burst_ns[bursts] = f->fail_ns[i];
+			bursts++;
+		}
+	printf("%" PRIu64 " failed write-back writes in %u bursts over 700 ms:", f->failed[1],
+	       bursts);
+	for (unsigned i = 0; i < bursts && i < 64; i++)
+		printf(" +%" PRIu64 "ms", (burst_ns[i] - t0) / 1000000);
+	printf("\n");
+	if (bursts < 3)
+		T_FAIL("write-back tried %u times in 700 ms with a 40 ms back-off: no retries",
+		       bursts);
+	if (bursts > 8)
+		T_FAIL("write-back tried %u times in 700 ms with a 40 ms back-off doubling: "
+		       "no back-off",
+		       bursts);
+	if (burst_ns[1] - burst_ns[0] < 30000000ull)
+		T_FAIL("the first retry came %" PRIu64 " ms after the failure, before the back-off "
+		       "of 40 ms",
+		       (burst_ns[1] - burst_ns[0]) / 1000000);
+	if (bursts >= 3 && burst_ns[2] - burst_ns[1] <= burst_ns[1] - burst_ns[0])
+		T_FAIL("back-off did not grow: %" PRIu64 " ms then %" PRIu64 " ms",
+		       (burst_ns[1] - burst_ns[0]) / 1000000, (burst_ns[2] - burst_ns[1]) / 1000000);
+	T_EQ(pmc_engine_volume_error(g_t.e, v->vol), EIO);
+	et_stats(g_t.e, v->vol, &s);
+	T_EQ(s.error, EIO);
+	T_TRUE(s.wb_errors >= bursts);
+	T_EQ(s.wb_blocks, 0);
+	T_EQ(s.dirty_blocks, 40);
+	for (uint64_t lba = 100; lba < 140; lba++) {
+		enum pmc_block_state st;
+
+		if (!cached(v, lba, &st) || st != PMC_BLK_DIRTY)
+			T_FAIL("block %" PRIu64 ": not dirty in the cache after failed write-backs",
+			       lba);
+	}
+	expect_engine(v, 100, 40, ONE(7), "while write-back fails");
+	expect_disk(v, 100, 40, ONE(0), "while write-back fails");
+
+	/* healed: flush_all (without clearing the error) writes everything */
+	healed(f);
+	memset(&err, 0, sizeof(err));
+	rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
+	if (rc) {
+		ET_SOFT_FAIL("flush_all after the disk healed (error not cleared): %d (%s)", rc,
+			     err.msg);
+		pmc_engine_clear_error(g_t.e, v->vol);
+		T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+		/* the sticky error is what this run cleared: set it again */
+		f->fail[PMC_IO_WRITE] = EIO;
+		T_EQ(write_ver(v, 500, 1, 7, 0), 0);
+		et_run(g_t.e, g_q, g_q, 20);
+		healed(f);
+		T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	}
+	expect_disk(v, 100, 40, ONE(7), "flush_all after the disk healed");
+	et_stats(g_t.e, v->vol, &s);
+	T_EQ(s.dirty_blocks, 0);
+	T_TRUE(s.wb_blocks >= 40);
+	/* sticky until cleared */
+	T_EQ(pmc_engine_volume_error(g_t.e, v->vol), EIO);
+	pmc_engine_clear_error(g_t.e, v->vol);
+	T_EQ(pmc_engine_volume_error(g_t.e, v->vol), 0);
+	et_stats(g_t.e, v->vol, &s);
+	T_EQ(s.error, 0);
+	expect_engine(v, 100, 40, ONE(7), "after flush_all");
+	teardown();
+	printf("ok: wb_error\n");
+}
+
+static void sc_read_error(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	struct pmc_vol_stats s0, s1;
+	char *buf = et_alloc(8 * BS);
+	enum pmc_block_state st;
+
+	pmc_wb_conf_default(&wb);
+	setup("read_error: reads from a failing disk", 256, 1, 1024, &wb, NULL);
+	T_EQ(write_ver(v, 3, 1, 5, 0), 0); /* block 3 dirty in the cache */
+	for (int after = 0; after <= 1; after++) {
+		f->fail[PMC_IO_READ] = EIO;
+		f->fail_after_io = after;
+		et_stats(g_t.e, v->vol, &s0);
+		/* all misses; then a partial hit (block 3) */
+		T_EQ(et_io(g_t.e, g_q, g_q, PMC_REQ_READ, v->vol, 200, 8, buf, 0), -EIO);
+		T_EQ(et_io(g_t.e, g_q, g_q, PMC_REQ_READ, v->vol, 0, 8, buf, 0), -EIO);
+		et_stats(g_t.e, v->vol, &s1);
+		T_TRUE(s1.read_errors - s0.read_errors >= 2);
+		T_EQ(pmc_engine_volume_error(g_t.e, v->vol), EIO);
+		for (uint64_t lba = 0; lba < 8; lba++) {
+			if (lba != 3 && cached(v, lba, &st))
+				T_FAIL("block %" PRIu64 ": cached after a failed read (%s)", lba,
+				       after ? "failed after the transfer" : "failed at submit");
+			if (cached(v, 200 + lba, &st))
+				T_FAIL("block %" PRIu64 ": cached after a failed read", 200 + lba);
+		}
+		T_TRUE(cached(v, 3, &st) && st == PMC_BLK_DIRTY);
+		/* a hit needs no disk */
+		T_EQ(et_io(g_t.e, g_q, g_q, PMC_REQ_READ, v->vol, 3, 1, buf, 0), 0);
+		T_EQ(et_version(buf, v->tag, 3), 5);
+	}
+	/* pass-through reads fail the same way */
+	T_OK(pmc_engine_set_mode(g_t.e, v->vol, PMC_MODE_PASS_THROUGH, &err));
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, v->vol, NULL, NULL, &err));
+	T_EQ(et_io(g_t.e, g_q, g_q, PMC_REQ_READ, v->vol, 300, 4, buf, 0), -EIO);
+	healed(f);
+	pmc_engine_clear_error(g_t.e, v->vol);
+	expect_engine(v, 300, 4, ONE(0), "healed, pass-through");
+	T_OK(pmc_engine_set_mode(g_t.e, v->vol, PMC_MODE_WRITE_BACK, &err));
+	expect_engine(v, 0, 3, ONE(0), "healed");
+	expect_engine(v, 3, 1, ONE(5), "healed");
+	expect_engine(v, 4, 4, ONE(0), "healed");
+	expect_engine(v, 200, 8, ONE(0), "healed");
+	T_EQ(pmc_engine_volume_error(g_t.e, v->vol), 0);
+	free(buf);
+	teardown();
+	printf("ok: read_error\n");
+}
+
+static void sc_write_error(void)
+{
+	struct pmc_wb_conf wb;
+	struct pmc_volume_conf vc;
+	struct et_vol *a = &g_v[0], *b = &g_v[1];
+	struct fdisk *fa = &g_f[0], *fb = &g_f[1];
+	struct pmc_vol_stats s;
+	char *buf = et_alloc(4 * BS);
+
+	base_wb(&wb);
+	wb.retry_ms = 10;
+	pmc_volume_conf_default(&vc);
+	vc.mode = PMC_MODE_WRITE_AROUND;
+	setup("write_error: write-around and write-through to a failing disk", 256, 2, 1024, &wb,
+	      &vc);
+	T_OK(pmc_engine_set_mode(g_t.e, b->vol, PMC_MODE_WRITE_THROUGH, &err));
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	for (int after = 0; after <= 1; after++) {
+		uint64_t ver = 10 + (uint64_t)after * 10, prev = after ? 11 : 0;
+
+		fa->fail[PMC_IO_WRITE] = fb->fail[PMC_IO_WRITE] = EIO;
+		fa->fail_after_io = fb->fail_after_io = after;
+		/* a failed write is not acknowledged: old or new data, never garbage */
+		T_EQ(write_ver(a, 10, 4, ver, 0), -EIO);
+		T_EQ(write_ver(b, 10, 4, ver, 0), -EIO);
+		T_EQ(write_ver(a, 20, 4, ver, PMC_REQ_FUA), -EIO);
+		expect_engine(a, 10, 4, ((const uint64_t[]){ver, prev}), 2,
+			      "after a failed write-around write");
+		expect_engine(b, 10, 4, ((const uint64_t[]){ver, prev}), 2,
+			      "after a failed write-through write");
+		expect_engine(a, 20, 4, ((const uint64_t[]){ver, 0}), 2,
+			      "after a failed write-around FUA write");
+		et_stats(g_t.e, a->vol, &s);
+		T_TRUE(s.write_errors >= 2);
+		T_EQ(s.error, EIO);
+		et_stats(g_t.e, b->vol, &s);
+		T_TRUE(s.write_errors >= 1);
+		T_EQ(s.error, EIO);
+		healed(fa);
+		healed(fb);
+		pmc_engine_clear_error(g_t.e, a->vol);
+		pmc_engine_clear_error(g_t.e, b->vol);
+		T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+		/* written again, the data is exact */
+		T_EQ(write_ver(a, 10, 4, ver + 1, 0), 0);
+		T_EQ(write_ver(b, 10, 4, ver + 1, 0), 0);
+		expect_engine(a, 10, 4, ONE(ver + 1), "rewritten after a failure");
+		expect_engine(b, 10, 4, ONE(ver + 1), "rewritten after a failure");
+		expect_disk(a, 10, 4, ONE(ver + 1), "rewritten after a failure");
+		expect_disk(b, 10, 4, ONE(ver + 1), "rewritten after a failure");
+	}
+	/* flush after an unsynced write-around write, on a failing disk */
+	T_EQ(write_ver(a, 40, 1, 50, 0), 0);
+	fa->fail[PMC_IO_FSYNC] = EIO;
+	T_EQ(et_io(g_t.e, g_q, g_q, PMC_REQ_FLUSH, a->vol, 0, 0, NULL, 0), -EIO);
+	et_stats(g_t.e, a->vol, &s);
+	T_EQ(s.error, EIO);
+	healed(fa);
+	pmc_engine_clear_error(g_t.e, a->vol);
+	/* the failed flush must not be forgotten: the next one syncs */
+	{
+		uint64_t before = fa->submits[PMC_IO_FSYNC];
+
+		T_EQ(et_io(g_t.e, g_q, g_q, PMC_REQ_FLUSH, a->vol, 0, 0, NULL, 0), 0);
+		if (fa->submits[PMC_IO_FSYNC] == before)
+			ET_SOFT_FAIL("a flush after a failed flush did not sync the disk: the unsynced "
+			       "write-around write of block 40 is not known durable");
+	}
+	/* a failing discard */
+	fa->fail[PMC_IO_DISCARD] = EIO;
+	T_EQ(et_io(g_t.e, g_q, g_q, PMC_REQ_DISCARD, a->vol, 60, 4, NULL, 0), -EIO);
+	healed(fa);
+	pmc_engine_clear_error(g_t.e, a->vol);
+	expect_engine(a, 60, 4, ((const uint64_t[]){0, EV_ZERO}), 2, "after a failed discard");
+	free(buf);
+	teardown();
+	printf("ok: write_error\n");
+}
+
+static void sc_flush_fail(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *a = &g_v[0], *b = &g_v[1];
+	struct fdisk *fa = &g_f[0];
+	uint64_t t0, ms;
+	int rc;
+
+	base_wb(&wb);
+	wb.retry_ms = 20;
+	wb.high_pct = 100; /* nothing written back unless asked */
+	wb.low_pct = 100;
+	wb.max_age_ms = 600000;
+	setup("flush_fail: flush_all on a disk that keeps failing", 256, 2, 1024, &wb, NULL);
+	T_EQ(write_ver(a, 0, 10, 3, 0), 0);
+	T_EQ(write_ver(b, 0, 10, 3, 0), 0);
+	fa->fail[PMC_IO_WRITE] = EIO;
+	t0 = pmc_mono_ns();
+	memset(&err, 0, sizeof(err));
+	rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
+	ms = (pmc_mono_ns() - t0) / 1000000;
+	printf("flush_all: %d after %" PRIu64 " ms: %s\n", rc, ms, err.msg);
+	T_EQ(rc, -EIO);
+	if (!strstr(err.msg, a->name) || strchr(err.msg, '\n'))
+		T_FAIL("flush_all's message '%s' does not name volume %s on one line", err.msg,
+		       a->name);
+	if (ms > 10000)
+		T_FAIL("flush_all took %" PRIu64 " ms to give up", ms);
+	/* nothing lost: the healthy volume is written back, the other is dirty */
+	expect_disk(b, 0, 10, ONE(3), "flush_all with another volume failing");
+	expect_disk(a, 0, 10, ONE(0), "flush_all failed");
+	expect_engine(a, 0, 10, ONE(3), "flush_all failed");
+	/* one volume alone, too */
+	memset(&err, 0, sizeof(err));
+	rc = pmc_engine_flush_all(g_t.e, g_q, a->vol, NULL, NULL, &err);
+	T_EQ(rc, -EIO);
+	T_TRUE(strstr(err.msg, a->name) != NULL);
+	/* healed: everything goes */
+	healed(fa);
+	pmc_engine_clear_error(g_t.e, a->vol);
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	expect_disk(a, 0, 10, ONE(3), "healed and flushed");
+	teardown();
+	printf("ok: flush_fail\n");
+}
+
+/* the random model on disks that misbehave without failing */
+static void model_run(const char *name, void (*arm)(struct fdisk *f), uint64_t ops)
+{
+	struct pmc_wb_conf wb;
+	struct et_model m;
+	uint64_t rng = g_seed ^ 0xfa17;
+
+	pmc_wb_conf_default(&wb);
+	wb.high_pct = 20;
+	wb.low_pct = 10;
+	wb.max_age_ms = 10;
+	wb.max_io_bytes = 64 << 10;
+	wb.idle_ms = 1;
+	setup(name, 256, 2, 768, &wb, NULL);
+	for (unsigned i = 0; i < g_nv; i++)
+		arm(&g_f[i]);
+	et_model_init(&m, &g_t, g_v, g_nv, g_seed);
+	m.q = g_q;
+	m.wbq = g_q;
+	m.pct_discard = 4;
+	for (int mode = PMC_MODE_WRITE_BACK; mode <= PMC_MODE_PASS_THROUGH + 1; mode++) {
+		for (unsigned i = 0; i < g_nv; i++) {
+			enum pmc_mode md = mode <= PMC_MODE_PASS_THROUGH
+						   ? (enum pmc_mode)mode
+						   : (enum pmc_mode)(et_rand(&rng) % 4);
+
+			if (g_only_mode >= 0)
+				md = (enum pmc_mode)g_only_mode;
+
+			T_OK(pmc_engine_set_mode(g_t.e, g_v[i].vol, md, &err));
+		}
+		et_model_run(&m, ops, 2);
+	}
+	T_OK(pmc_engine_set_mode(g_t.e, g_v[0].vol,
+				 g_only_mode >= 0 ? (enum pmc_mode)g_only_mode : PMC_MODE_WRITE_BACK,
+				 &err));
+	et_model_run(&m, ops, 2);
+	et_flush_all(&g_t, g_q, NULL);
+	et_model_verify_engine(&m, name);
+	et_model_verify_disks(&m, name);
+	et_model_check_stats(&m);
+	printf("torn reads (a read overlapping a write): %" PRIu64 "\n", m.torn_reads);
+	for (unsigned i = 0; i < g_nv; i++) {
+		struct fdisk *f = &g_f[i];
+
+		printf("%s: reads %" PRIu64 " (short %" PRIu64 ", again %" PRIu64 "), writes %" PRIu64
+		       " (short %" PRIu64 ", again %" PRIu64 "), fsync %" PRIu64 " (again %" PRIu64
+		       "), discard %" PRIu64 " (again %" PRIu64 "), delayed %" PRIu64 "\n",
+		       g_v[i].name, f->submits[0], f->shorts[0], f->eagains[0], f->submits[1],
+		       f->shorts[1], f->eagains[1], f->submits[2], f->eagains[2], f->submits[3],
+		       f->eagains[3], f->delayed);
+	}
+	et_model_fini(&m);
+	teardown();
+}
+
+static void arm_short_eagain(struct fdisk *f)
+{
+	f->short_io = 1;
+	f->eagain = 1;
+}
+
+static void arm_latency(struct fdisk *f)
+{
+	f->lat_max_ns = 3000000; /* 0..3 ms */
+}
+
+static void sc_short_eagain(void)
+{
+	model_run("short_eagain: every transfer short, every piece -EAGAIN first", arm_short_eagain,
+		  250);
+	for (unsigned i = 0; i < g_nv; i++) {
+		struct fdisk *f = &g_f[i];
+
+		T_TRUE(f->shorts[PMC_IO_READ] > 0 && f->shorts[PMC_IO_WRITE] > 0);
+		T_TRUE(f->eagains[PMC_IO_READ] > 0 && f->eagains[PMC_IO_WRITE] > 0);
+	}
+	printf("ok: short_eagain\n");
+}
+
+static void sc_latency(void)
+{
+	model_run("latency: disk I/O delayed 0..3 ms at random", arm_latency, 250);
+	printf("ok: latency\n");
+}
+
+/*
+ * A write-back write of version 1 is held back 50 ms by the disk; meanwhile
+ * an acknowledged version 2 reaches the disk another way. The old write
+ * must not end up on the disk after the new one (or the engine must not let
+ * both be in flight at once): after flush_all the disk holds version 2.
+ */
+enum wb_order_how {
+	WBO_DRAIN,	/* a write while the volume drains for a mode change */
+	WBO_NOSPACE,	/* a write that finds no free block: nospace=around */
+	WBO_WRITEBACK,	/* write-back of version 2 while version 1's is held */
+	WBO_THROUGH,	/* write-through of version 2 (version 1's failed) */
+};
+
+static void aggressive_wb(void)
+{
+	struct pmc_wb_conf wb;
+
+	pmc_wb_conf_default(&wb);
+	wb.high_pct = 0;
+	wb.low_pct = 0;
+	wb.max_age_ms = 0;
+	wb.idle_ms = 1;
+	wb.retry_ms = 1;
+	pmc_engine_set_wb_conf(g_t.e, &wb);
+}
+
+static void wb_order_case(enum wb_order_how how, const char *name)
+{
+	struct pmc_wb_conf wb;
+	struct pmc_volume_conf vc;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	char *buf = et_alloc(BS);
+	struct et_req r;
+	uint64_t lba = 77, got;
+	char g[64];
+
+	pmc_wb_conf_default(&wb);
+	wb.high_pct = 100; /* write-back only when asked */
+	wb.low_pct = 100;
+	wb.max_age_ms = 600000;
+	pmc_volume_conf_default(&vc);
+	if (how == WBO_THROUGH)
+		vc.mode = PMC_MODE_WRITE_THROUGH;
+	if (how == WBO_NOSPACE)
+		vc.nospace = PMC_NOSPACE_AROUND;
+	setup(name, 256, 1, 256, &wb, &vc);
+	g_no_steps = 1;
+	if (how == WBO_THROUGH) {
+		/* version 1's write-through fails: it stays dirty in pmem */
+		f->fail[PMC_IO_WRITE] = EIO;
+		T_EQ(write_ver(v, lba, 1, 1, 0), -EIO);
+		healed(f);
+		pmc_engine_clear_error(g_t.e, v->vol);
+	} else {
+		T_EQ(write_ver(v, lba, 1, 1, 0), 0);
+	}
+	/* write-back of version 1, held back by the disk */
+	f->delay_writes = 1;
+	f->delay_ns = 50000000ull;
+	aggressive_wb();
+	T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 1);
+	T_EQ(f->delayed, 1);
+	pmc_engine_set_wb_conf(g_t.e, &wb);
+	et_fill(buf, v->tag, lba, 2);
+	switch (how) {
+	case WBO_DRAIN:
+		T_OK(pmc_engine_set_mode(g_t.e, v->vol, PMC_MODE_WRITE_AROUND, &err));
+		break;
+	case WBO_NOSPACE:
+		/* every other block dirty: no free block left */
+		for (uint64_t k = 0; k < v->nblocks && k < g_t.nr_blocks; k++)
+			if (k != lba)
+				T_EQ(write_ver(v, k, 1, 1, 0), 0);
+		break;
+	default:
+		break;
+	}
+	et_submit(g_q, &r, PMC_REQ_WRITE, v->vol, lba, 1, buf, 0);
+	et_wait(g_t.e, g_q, NULL, &r.done, 5000, "write of version 2");
+	T_EQ(r.res, 0);
+	if (how == WBO_WRITEBACK) {
+		aggressive_wb();
+		T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 1);
+		pmc_engine_set_wb_conf(g_t.e, &wb);
+	}
+	/* let everything land, then write back whatever is dirty */
+	et_run(g_t.e, g_q, NULL, 120);
+	T_EQ(pmc_queue_busy(g_q), 0);
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	et_disk_read(v->path, lba, buf);
+	got = et_version(buf, v->tag, lba);
+	if (got != 2)
+		ET_SOFT_FAIL("%s: block %" PRIu64 " on the disk is %s after flush_all, expected "
+			     "version 2 (acknowledged; the held write-back of version 1 landed "
+			     "after it)",
+			     name, lba, et_vstr(got, g, sizeof(g)));
+	else
+		printf("ok: %s\n", name);
+	free(buf);
+	teardown();
+}
+
+static void sc_wb_order(void)
+{
+	wb_order_case(WBO_DRAIN, "wb_order: a held write-back write vs a write while draining");
+	wb_order_case(WBO_NOSPACE, "wb_order: a held write-back write vs a nospace=around write");
+	wb_order_case(WBO_WRITEBACK,
+		      "wb_order: a held write-back write vs the write-back of a newer version");
+	wb_order_case(WBO_THROUGH, "wb_order: a held write-back write vs a write-through write");
+}
+
+/*
+ * Volume a (write-back) fills the cache with dirty data but for 4 blocks;
+ * then volume b, in the mode under test, writes 4 requests of 8 blocks: the
+ * first takes the 4 free blocks and needs more.
+ */
+static void nospace_case(enum pmc_mode mode, enum pmc_nospace nospace)
+{
+	struct pmc_wb_conf wb;
+	struct pmc_volume_conf vc;
+	struct et_vol *a = &g_v[0], *b = &g_v[1];
+	struct pmc_vol_stats a0, a1, b0, b1;
+	struct et_req r[4];
+	char *buf[4];
+	char name[128];
+	uint64_t n;
+
+	pmc_wb_conf_default(&wb);
+	wb.high_pct = 100; /* write-back only for a full cache or when waited for */
+	wb.low_pct = 90;
+	wb.max_age_ms = 600000;
+	pmc_volume_conf_default(&vc);
+	vc.nospace = nospace;
+	snprintf(name, sizeof(name), "nospace: %s, nospace=%s", pmc_mode_name(mode),
+		 nospace == PMC_NOSPACE_WAIT ? "wait" : "around");
+	setup(name, 256, 2, 1024, &wb, &vc);
+	g_no_steps = 1;
+	vc.mode = mode;
+	T_OK(pmc_engine_set_volume_conf(g_t.e, b->vol, &vc, &err));
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, b->vol, NULL, NULL, &err)); /* finishes the switch */
+	n = g_t.nr_blocks - 4;
+	for (uint64_t lba = 0; lba < n; lba += 4)
+		T_EQ(write_ver(a, lba, 4, 1, 0), 0);
+	et_stats(g_t.e, a->vol, &a0);
+	et_stats(g_t.e, b->vol, &b0);
+	T_EQ(a0.dirty_blocks, n);
+	T_EQ(g_f[0].submits[PMC_IO_WRITE], 0);
+	for (int i = 0; i < 4; i++) {
+		buf[i] = et_alloc(8 * BS);
+		for (uint64_t k = 0; k < 8; k++)
+			et_fill(buf[i] + k * BS, b->tag, 512 + (uint64_t)i * 8 + k, 2);
+		et_submit(g_q, &r[i], PMC_REQ_WRITE, b->vol, 512 + (uint64_t)i * 8, 8, buf[i], 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		et_wait(g_t.e, g_q, NULL, &r[i].done, 10000, name);
+		if (r[i].res)
+			T_FAIL("%s: write %d failed: %d", name, i, r[i].res);
+	}
+	/* overwrite dirty blocks of a, too */
+	T_EQ(write_ver(a, 0, 8, 3, 0), 0);
+	et_stats(g_t.e, a->vol, &a1);
+	et_stats(g_t.e, b->vol, &b1);
+	printf("%s: nospace_waits %" PRIu64 ", write_pmem_blocks %" PRIu64
+	       ", write_disk_blocks %" PRIu64 ", a written back %" PRIu64 " blocks\n",
+	       name, b1.nospace_waits - b0.nospace_waits,
+	       b1.write_pmem_blocks - b0.write_pmem_blocks,
+	       b1.write_disk_blocks - b0.write_disk_blocks, a1.wb_blocks - a0.wb_blocks);
+	if (nospace == PMC_NOSPACE_WAIT) {
+		if (b1.nospace_waits == b0.nospace_waits)
+			T_FAIL("%s: no write waited for a free block", name);
+		if (a1.wb_blocks == a0.wb_blocks)
+			T_FAIL("%s: writes completed without write-back freeing blocks", name);
+	} else {
+		if (b1.write_disk_blocks - b0.write_disk_blocks < 28)
+			T_FAIL("%s: %" PRIu64 " blocks went around, expected at least 28", name,
+			       b1.write_disk_blocks - b0.write_disk_blocks);
+		T_EQ(b1.nospace_waits, b0.nospace_waits);
+	}
+	expect_engine(b, 512, 32, ONE(2), name);
+	expect_engine(a, 0, 8, ONE(3), name);
+	expect_engine(a, 8, n - 8, ONE(1), name);
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	expect_disk(b, 512, 32, ONE(2), name);
+	expect_disk(a, 0, 8, ONE(3), name);
+	expect_disk(a, 8, n - 8, ONE(1), name);
+	for (int i = 0; i < 4; i++)
+		free(buf[i]);
+	teardown();
+	printf("ok: %s\n", name);
+}
+
+static void sc_nospace(void)
+{
+	nospace_case(PMC_MODE_WRITE_BACK, PMC_NOSPACE_WAIT);
+	nospace_case(PMC_MODE_WRITE_THROUGH, PMC_NOSPACE_WAIT);
+	nospace_case(PMC_MODE_WRITE_BACK, PMC_NOSPACE_AROUND);
+	nospace_case(PMC_MODE_WRITE_THROUGH, PMC_NOSPACE_AROUND);
+}
+
+static void sc_refusals(void)
+{
+	struct pmc_wb_conf wb;
+	struct pmc_disk *d;
+	char small[256], missing[256], other[256];
+	uint32_t vol;
+
+	pmc_wb_conf_default(&wb);
+	setup("refusals: disks too small", 64, 1, 1024, &wb, NULL);
+	et_path(small, sizeof(small), "small");
+	et_disk_create(small, 9, 512);
+	et_path(missing, sizeof(missing), "missing");
+	unlink(missing);
+	T_ERR(pmc_disk_open(small, 512 * BS + 1, &d, &err), ENOSPC, small);
+	T_TRUE(strstr(err.msg, "smaller") != NULL);
+	T_ERR(pmc_disk_open(missing, 0, &d, &err), ENOENT, missing);
+	/* the size is exactly enough */
+	T_OK(pmc_disk_open(small, 512 * BS, &d, &err));
+	/* attaching the same volume twice */
+	{
+		struct pmc_disk *d2;
+
+		et_path(other, sizeof(other), "other");
+		et_disk_create(other, 1, 1024);
+		T_OK(pmc_disk_open(other, 0, &d2, &err));
+		T_ERR(pmc_engine_attach(g_t.e, g_v[0].name, d2, NULL, &vol, &err), EBUSY,
+		      g_v[0].name);
+		pmc_disk_close(d2);
+	}
+	/* a volume the cache knows needs a disk at least as large as recorded */
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 0);
+	et_open(&g_t, 0);
+	T_ERR(pmc_engine_attach(g_t.e, g_v[0].name, d, NULL, &vol, &err), ENOSPC, g_v[0].name);
+	T_TRUE(strstr(err.msg, small) != NULL);
+	pmc_disk_close(d); /* refused: still ours */
+	/* the right disk is accepted, with its data */
+	et_attach(&g_t, &g_v[0], NULL, NULL, NULL);
+	g_q = et_queue(g_t.e, 8);
+	expect_engine(&g_v[0], 0, 16, ONE(0), "reattached");
+	teardown();
+	printf("ok: refusals\n");
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} scenarios[] = {
+	{"refusals", sc_refusals},   {"wb_error", sc_wb_error},
+	{"read_error", sc_read_error}, {"write_error", sc_write_error},
+	{"flush_fail", sc_flush_fail}, {"short_eagain", sc_short_eagain},
+	{"latency", sc_latency},     {"nospace", sc_nospace},
+	{"wb_order", sc_wb_order},
+};
+
+int main(int argc, char **argv)
+{
+	const char *only = NULL;
+
+	g_seed = et_seed_arg(argc, argv, NULL);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = argv[i + 1];
+		if (!strcmp(argv[i], "--mode") && i + 1 < argc) {
+			enum pmc_mode md;
+
+			if (pmc_mode_parse(argv[i + 1], &md))
+				T_FAIL("--mode %s: not a mode", argv[i + 1]);
+			g_only_mode = (int)md;
+		}
+	}
+	printf("seed: %" PRIu64 "\n", g_seed);
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		if (!only || !strcmp(only, scenarios[i].name))
+			scenarios[i].fn();
+	return et_exit("engine_faults", g_seed);
+}

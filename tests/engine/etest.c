@@ -1,0 +1,1016 @@
+/* etest.c - see etest.h.
+ *
+ * Owns the list of test files (removed at exit) and nothing else global.
+ * The model keeps, per block, the acknowledged version (want), the newest
+ * version submitted (issued) and whether requests in flight cover it; a
+ * read must return, per block, one whole version between what was
+ * acknowledged when it was submitted and the newest one submitted when it
+ * completed (exactly want when no write overlapped it). A block that a
+ * write overlapped may also read as a mix, word by word, of the versions
+ * in that range (the disk does not order a read against a concurrent write
+ * of the same sectors; an injected short transfer makes that visible):
+ * counted in torn_reads, not a failure.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "etest.h"
+#include "simpmem.h"
+#include "t.h"
+
+#define ET_MAGIC 0x706d63656e67696eull /* "pmcengin" */
+
+/* --- files --- */
+
+static char g_dir[200];
+static char g_files[64][256];
+static unsigned g_nfiles;
+
+static void remove_files(void)
+{
+	if (getenv("PMC_TEST_KEEP")) {
+		for (unsigned i = 0; i < g_nfiles; i++)
+			fprintf(stderr, "kept %s\n", g_files[i]);
+		return;
+	}
+	for (unsigned i = 0; i < g_nfiles; i++)
+		unlink(g_files[i]);
+}
+
+static int odirect_works(const char *dir)
+{
+	char p[256];
+	void *b = NULL;
+	int fd, ok = 0;
+
+	snprintf(p, sizeof(p), "%s/pmc-odirect-%d", dir, (int)getpid());
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return 0;
+	if (ftruncate(fd, 2 * BS) == 0) {
+		int dfd = open(p, O_RDWR | O_DIRECT);
+
+		b = aligned_alloc(BS, BS);
+		if (dfd >= 0 && b) {
+			memset(b, 0x5a, BS);
+			ok = pwrite(dfd, b, BS, BS) == BS && pread(dfd, b, BS, 0) == BS;
+		}
+		if (dfd >= 0)
+			close(dfd);
+	}
+	free(b);
+	close(fd);
+	unlink(p);
+	return ok;
+}
+
+const char *et_dir(void)
+{
+	const char *cand[] = {getenv("TMPDIR"), "/dev/shm", "/tmp", "/var/tmp"};
+
+	if (g_dir[0])
+		return g_dir;
+	for (unsigned i = 0; i < sizeof(cand) / sizeof(cand[0]); i++) {
+		if (cand[i] && cand[i][0] && odirect_works(cand[i])) {
+			snprintf(g_dir, sizeof(g_dir), "%s", cand[i]);
+			atexit(remove_files);
+			return g_dir;
+		}
+	}
+	printf("SKIP: no directory where O_DIRECT works ($TMPDIR, /dev/shm, /tmp, /var/tmp)\n");
+	exit(77);
+}
+
+void et_path(char *buf, size_t len, const char *what)
+{
+	snprintf(buf, len, "%s/pmc-etest-%d-%s", et_dir(), (int)getpid(), what);
+	for (unsigned i = 0; i < g_nfiles; i++)
+		if (!strcmp(g_files[i], buf))
+			return;
+	T_TRUE(g_nfiles < sizeof(g_files) / sizeof(g_files[0]));
+	snprintf(g_files[g_nfiles++], sizeof(g_files[0]), "%s", buf);
+}
+
+void et_disk_create(const char *path, uint32_t tag, uint64_t nblocks)
+{
+	char *b = et_alloc(64 * BS);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0)
+		T_FAIL("create %s: %s", path, strerror(errno));
+	for (uint64_t lba = 0; lba < nblocks; lba += 64) {
+		uint64_t n = nblocks - lba < 64 ? nblocks - lba : 64;
+
+		for (uint64_t i = 0; i < n; i++)
+			et_fill(b + i * BS, tag, lba + i, 0);
+		if (pwrite(fd, b, n * BS, (off_t)(lba * BS)) != (ssize_t)(n * BS))
+			T_FAIL("write %s: %s", path, strerror(errno));
+	}
+	close(fd);
+	free(b);
+}
+
+void et_disk_read(const char *path, uint64_t lba, void *buf)
+{
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		T_FAIL("open %s: %s", path, strerror(errno));
+	if (pread(fd, buf, BS, (off_t)(lba * BS)) != BS)
+		T_FAIL("read %s block %" PRIu64 ": short or failed", path, lba);
+	close(fd);
+}
+
+/* --- blocks --- */
+
+uint64_t et_rand(uint64_t *state)
+{
+	return sim_rand(state);
+}
+
+void et_fill(void *b, uint32_t tag, uint64_t lba, uint64_t ver)
+{
+	uint64_t *w = b;
+	uint64_t st = ver * 0x9e3779b97f4a7c15ull ^ ((uint64_t)tag << 48) ^ lba;
+
+	w[0] = ver;
+	w[1] = ((uint64_t)tag << 48) | lba;
+	w[2] = ET_MAGIC ^ ver ^ w[1];
+	for (size_t i = 3; i < BS / 8; i++)
+		w[i] = sim_rand(&st);
+}
+
+uint64_t et_version(const void *b, uint32_t tag, uint64_t lba)
+{
+	const uint64_t *w = b;
+	uint64_t st, v = w[0];
+	size_t i;
+
+	for (i = 0; i < BS / 8 && !w[i]; i++)
+		;
+	if (i == BS / 8)
+		return EV_ZERO;
+	if (w[1] != (((uint64_t)tag << 48) | lba) || w[2] != (ET_MAGIC ^ v ^ w[1]) ||
+	    v >= EV_ANY)
+		return EV_BAD;
+	st = v * 0x9e3779b97f4a7c15ull ^ ((uint64_t)tag << 48) ^ lba;
+	for (i = 3; i < BS / 8; i++)
+		if (w[i] != sim_rand(&st))
+			return EV_BAD;
+	return v;
+}
+
+const char *et_describe(const void *b, uint32_t tag, uint64_t lba, uint64_t want, char *buf,
+			size_t len)
+{
+	static char ref[BS];
+	const uint64_t *w = b, *r = (const uint64_t *)ref;
+	uint64_t ctag = w[1] >> 48, clba = w[1] & ((1ull << 48) - 1), cv;
+	size_t first = BS, last = 0, zero = 0, ndiff = 0;
+
+	cv = et_version(b, (uint32_t)ctag, clba);
+	if ((ctag != tag || clba != lba) && cv < EV_ANY) {
+		snprintf(buf, len, "a whole copy of block %" PRIu64 " of tag %" PRIu64
+			 " version %" PRIu64 " (misplaced)", clba, ctag, cv);
+		return buf;
+	}
+	et_fill(ref, tag, lba, want < EV_ANY ? want : w[0]);
+	for (size_t i = 0; i < BS / 8; i++) {
+		if (w[i] == r[i])
+			continue;
+		ndiff++;
+		zero += !w[i];
+		first = i * 8 < first ? i * 8 : first;
+		last = i * 8 + 8;
+	}
+	snprintf(buf, len, "header (version %" PRIu64 ", tag %" PRIu64 ", block %" PRIu64
+		 "); differs from version %" PRIu64 " in bytes %zu..%zu (%zu words, %zu of them zero)",
+		 w[0], ctag, clba, want < EV_ANY ? want : w[0], first, last, ndiff, zero);
+	return buf;
+}
+
+const char *et_vstr(uint64_t v, char *buf, size_t len)
+{
+	if (v == EV_BAD)
+		snprintf(buf, len, "garbage (not one whole version of this block)");
+	else if (v == EV_ZERO)
+		snprintf(buf, len, "zeroes");
+	else if (v == EV_ANY)
+		snprintf(buf, len, "any (discarded)");
+	else
+		snprintf(buf, len, "version %" PRIu64, v);
+	return buf;
+}
+
+void *et_alloc(size_t len)
+{
+	void *p = aligned_alloc(BS, (len + BS - 1) / BS * BS);
+
+	if (!p)
+		T_FAIL("out of memory (%zu bytes)", len);
+	memset(p, 0, len);
+	return p;
+}
+
+uint64_t et_seed_arg(int argc, char **argv, int *argi)
+{
+	uint64_t seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 20);
+
+	setvbuf(stdout, NULL, _IOLBF, 0); /* progress reaches a log even on a hang */
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+			seed = strtoull(argv[i + 1], NULL, 0);
+			if (argi)
+				*argi = i;
+		}
+	}
+	return seed;
+}
+
+static unsigned g_soft_failures;
+
+void et_soft_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "FAIL %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	g_soft_failures++;
+}
+
+int et_exit(const char *test, uint64_t seed)
+{
+	if (g_soft_failures) {
+		printf("FAILED %s seed %" PRIu64 ": %u checks failed (see FAIL lines)\n", test, seed,
+		       g_soft_failures);
+		return 1;
+	}
+	printf("PASS %s seed %" PRIu64 "\n", test, seed);
+	return 0;
+}
+
+/* --- engine set-up --- */
+
+void et_open(struct et *t, int format)
+{
+	struct pmc_err err;
+	struct pmc_cache_info ci;
+
+	T_OK(pmc_pmem_open(t->pmem_path, t->pmem_size, &t->pm, &err));
+	if (format)
+		T_OK(pmc_cache_format(t->pm, NULL, &err));
+	T_OK(pmc_cache_open(t->pm, 0, &t->c, &err));
+	pmc_cache_get_info(t->c, &ci);
+	t->nr_blocks = ci.nr_blocks;
+	T_OK(pmc_engine_create(t->c, &t->wb, &t->e, &err));
+}
+
+void et_attach(struct et *t, struct et_vol *v, const struct pmc_volume_conf *vc,
+	       const struct pmc_disk_ops *ops, void *ops_priv)
+{
+	struct pmc_err err;
+	struct pmc_disk *d;
+
+	T_OK(pmc_disk_open(v->path, 0, &d, &err));
+	if (ops) {
+		d->ops = ops;
+		d->priv = ops_priv;
+	}
+	memset(&err, 0, sizeof(err));
+	int rc = pmc_engine_attach(t->e, v->name, d, vc, &v->vol, &err);
+	if (rc) {
+		pmc_disk_close(d);
+		T_FAIL("attach %s: %d (%s)", v->name, rc, err.msg);
+	}
+}
+
+void et_close(struct et *t, int crash)
+{
+	pmc_engine_destroy(t->e);
+	t->e = NULL;
+	if (crash)
+		pmc_cache_abandon(t->c);
+	else
+		pmc_cache_close(t->c);
+	t->c = NULL;
+	pmc_pmem_close(t->pm);
+	t->pm = NULL;
+}
+
+void et_check_cache(struct et *t)
+{
+	struct pmc_err err;
+	struct pmc_check_report rep;
+
+	T_OK(pmc_cache_check(t->c, &rep, &err));
+}
+
+struct pmc_queue *et_queue(struct pmc_engine *e, unsigned depth)
+{
+	struct pmc_err err;
+	struct pmc_queue *q;
+
+	T_OK(pmc_queue_create(e, depth, &q, &err));
+	return q;
+}
+
+/* --- requests --- */
+
+static uint64_t now_ms(void)
+{
+	return pmc_mono_ns() / 1000000ull;
+}
+
+static void sleep_us(unsigned us)
+{
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)us * 1000};
+
+	nanosleep(&ts, NULL);
+}
+
+/* one turn: a write-back step and polls; returns callbacks run */
+static int turn(struct pmc_engine *e, struct pmc_queue *q, struct pmc_queue *wbq, int wait)
+{
+	int ran = 0, rc;
+
+	if (wbq)
+		pmc_engine_writeback_step(e, wbq);
+	rc = pmc_queue_poll(q, 0, 0);
+	if (rc < 0)
+		T_FAIL("pmc_queue_poll: %d", rc);
+	ran += rc;
+	if (wbq && wbq != q) {
+		rc = pmc_queue_poll(wbq, 0, 0);
+		if (rc < 0)
+			T_FAIL("pmc_queue_poll (write-back queue): %d", rc);
+		ran += rc;
+	}
+	if (!ran && wait) {
+		uint64_t t0 = pmc_mono_ns();
+
+		rc = pmc_queue_poll(q, 1, 1000000ull);
+		if (rc < 0)
+			T_FAIL("pmc_queue_poll: %d", rc);
+		ran += rc;
+		/* nothing in flight on q: do not spin */
+		if (!rc && pmc_mono_ns() - t0 < 200000ull)
+			sleep_us(200);
+	}
+	return ran;
+}
+
+void et_wait(struct pmc_engine *e, struct pmc_queue *q, struct pmc_queue *wbq, const int *done,
+	     unsigned timeout_ms, const char *what)
+{
+	uint64_t t0 = now_ms();
+
+	while (!*done) {
+		turn(e, q, wbq, 1);
+		if (!*done && now_ms() - t0 > timeout_ms)
+			T_FAIL("%s: not completed after %u ms (busy %u)", what, timeout_ms,
+			       pmc_queue_busy(q));
+	}
+}
+
+static void et_req_cb(struct pmc_req *req, int res)
+{
+	struct et_req *r = req->priv;
+
+	if (r->done)
+		T_FAIL("request completed twice (op %d off %" PRIu64 ")", req->op, req->off);
+	r->done = 1;
+	r->res = res;
+}
+
+void et_submit(struct pmc_queue *q, struct et_req *r, enum pmc_req_op op, uint32_t vol,
+	       uint64_t lba, uint64_t nblocks, void *buf, unsigned flags)
+{
+	struct pmc_err err;
+
+	memset(r, 0, sizeof(*r));
+	r->req.op = op;
+	r->req.vol = vol;
+	r->req.off = lba * BS;
+	r->req.len = nblocks * BS;
+	r->req.buf = buf;
+	r->req.flags = flags;
+	r->req.cb = et_req_cb;
+	r->req.priv = r;
+	memset(&err, 0, sizeof(err));
+	int rc = pmc_queue_submit(q, &r->req, &err);
+	if (rc)
+		T_FAIL("submit op %d vol %u blocks %" PRIu64 "+%" PRIu64 ": refused %d (%s)", op,
+		       vol, lba, nblocks, rc, err.msg);
+}
+
+int et_io(struct pmc_engine *e, struct pmc_queue *q, struct pmc_queue *wbq, enum pmc_req_op op,
+	  uint32_t vol, uint64_t lba, uint64_t nblocks, void *buf, unsigned flags)
+{
+	struct et_req r;
+	char what[96];
+
+	et_submit(q, &r, op, vol, lba, nblocks, buf, flags);
+	snprintf(what, sizeof(what), "request op %d vol %u blocks %" PRIu64 "+%" PRIu64, op, vol,
+		 lba, nblocks);
+	et_wait(e, q, wbq, &r.done, 15000, what);
+	return r.res;
+}
+
+void et_run(struct pmc_engine *e, struct pmc_queue *q, struct pmc_queue *wbq, unsigned ms)
+{
+	uint64_t t0 = now_ms();
+
+	while (now_ms() - t0 < ms)
+		turn(e, q, wbq, 1);
+}
+
+void et_quiesce(struct pmc_queue *q, struct pmc_queue *other)
+{
+	uint64_t t0 = now_ms();
+
+	while (pmc_queue_busy(q) || (other && pmc_queue_busy(other))) {
+		pmc_queue_poll(q, 0, 0);
+		if (other)
+			pmc_queue_poll(other, 0, 0);
+		if (now_ms() - t0 > 15000)
+			T_FAIL("queues still busy after 15 s (%u, %u)", pmc_queue_busy(q),
+			       other ? pmc_queue_busy(other) : 0);
+		sleep_us(100);
+	}
+}
+
+void et_flush_all(struct et *t, struct pmc_queue *q, struct pmc_queue *other)
+{
+	struct pmc_err err;
+
+	/* flush_all polls only q: write-back I/O in flight on another queue
+	 * must complete first (here, one thread owns both) */
+	if (other && other != q)
+		et_quiesce(q, other);
+
+	T_OK(pmc_engine_flush_all(t->e, q, UINT32_MAX, NULL, NULL, &err));
+}
+
+void et_stats(struct pmc_engine *e, uint32_t vol, struct pmc_vol_stats *s)
+{
+	int rc = pmc_engine_stats(e, vol, s);
+
+	if (rc)
+		T_FAIL("pmc_engine_stats(vol %u): %d", vol, rc);
+}
+
+uint64_t et_hist_sum(const uint64_t *hist)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < PMC_HIST_BUCKETS; i++)
+		n += hist[i];
+	return n;
+}
+
+/* --- the model --- */
+
+static struct et_mreq *free_slot(struct et_model *m)
+{
+	for (unsigned i = 0; i < m->max_inflight; i++)
+		if (!m->slot[i].busy)
+			return &m->slot[i];
+	return NULL;
+}
+
+void et_model_init(struct et_model *m, struct et *t, struct et_vol *vols, unsigned nvols,
+		   uint64_t seed)
+{
+	const char *tr = getenv("ET_TRACE");
+
+	memset(m, 0, sizeof(*m));
+	T_TRUE(nvols <= ET_MAXV);
+	m->t = t;
+	m->seed = seed;
+	m->rng = seed ^ 0x6d6f64656cull;
+	m->trace_vol = UINT32_MAX;
+	if (tr && sscanf(tr, "%u:%" SCNu64, &m->trace_vol, &m->trace_lba) != 2)
+		m->trace_vol = UINT32_MAX;
+	m->nvols = nvols;
+	m->max_inflight = 8;
+	m->pct_write = 45;
+	m->pct_discard = 6;
+	m->pct_flush = 4;
+	m->pct_fua = 10;
+	m->rw_overlap = 1;
+	for (unsigned i = 0; i < nvols; i++) {
+		struct et_mvol *mv = &m->mv[i];
+		uint64_t n = vols[i].nblocks;
+
+		mv->v = &vols[i];
+		mv->want = calloc(n, sizeof(*mv->want));
+		mv->issued = calloc(n, sizeof(*mv->issued));
+		mv->hist = calloc(n, sizeof(*mv->hist));
+		mv->wbusy = calloc(n, 1);
+		mv->rbusy = calloc(n, sizeof(*mv->rbusy));
+		T_TRUE(mv->want && mv->issued && mv->hist && mv->wbusy && mv->rbusy);
+	}
+	for (unsigned i = 0; i < ET_MAX_INFLIGHT; i++) {
+		m->slot[i].buf = et_alloc(ET_MAX_REQ_BLOCKS * BS);
+		m->slot[i].snap = calloc(ET_MAX_REQ_BLOCKS, sizeof(uint64_t));
+		T_TRUE(m->slot[i].snap);
+	}
+}
+
+void et_model_fini(struct et_model *m)
+{
+	for (unsigned i = 0; i < m->nvols; i++) {
+		free(m->mv[i].want);
+		free(m->mv[i].issued);
+		free(m->mv[i].hist);
+		free(m->mv[i].wbusy);
+		free(m->mv[i].rbusy);
+	}
+	for (unsigned i = 0; i < ET_MAX_INFLIGHT; i++) {
+		free(m->slot[i].buf);
+		free(m->slot[i].snap);
+	}
+}
+
+static const char *op_name(enum pmc_req_op op)
+{
+	switch (op) {
+	case PMC_REQ_READ:
+		return "read";
+	case PMC_REQ_WRITE:
+		return "write";
+	case PMC_REQ_FLUSH:
+		return "flush";
+	case PMC_REQ_DISCARD:
+		return "discard";
+	}
+	return "?";
+}
+
+/* every 8-byte word of b is that word of one of the versions lo..hi of the
+ * block that the history still knows (lo itself included) */
+static int mixed_of(struct et_mvol *mv, uint64_t lba, uint64_t lo, uint64_t hi, const void *b)
+{
+	static char ref[ET_HIST + 1][BS];
+	uint64_t cand[ET_HIST + 1];
+	unsigned n = 0;
+	const uint64_t *w = b;
+
+	cand[n++] = lo;
+	for (unsigned i = 0; i < ET_HIST; i++) {
+		uint64_t v = mv->hist[lba][i];
+
+		if (v > lo && v <= hi)
+			cand[n++] = v;
+	}
+	if (n < 2)
+		return 0;
+	for (unsigned k = 0; k < n; k++)
+		et_fill(ref[k], mv->v->tag, lba, cand[k]);
+	for (size_t i = 0; i < BS / 8; i++) {
+		unsigned k;
+
+		for (k = 0; k < n && ((const uint64_t *)ref[k])[i] != w[i]; k++)
+			;
+		if (k == n)
+			return 0;
+	}
+	return 1;
+}
+
+/* check block i of a read; lo: acknowledged at submit (or EV_ANY) */
+static void check_read_block(struct et_model *m, struct et_mvol *mv, uint64_t lba, uint64_t lo,
+			     const void *b, const char *what)
+{
+	uint64_t got = et_version(b, mv->v->tag, lba), hi = mv->issued[lba];
+	char g[64], w[64], d[256];
+
+	if (got == EV_BAD)
+		et_describe(b, mv->v->tag, lba, lo, d, sizeof(d));
+	else
+		d[0] = '\0';
+	if (lo == EV_ANY) {
+		/* discarded: anything but another block's data */
+		if (got != EV_BAD || !strstr(d, "misplaced"))
+			return;
+	} else if (got != EV_BAD && got != EV_ZERO && got >= lo && got <= hi) {
+		return;
+	} else if (lo != hi && got == EV_BAD && mixed_of(mv, lba, lo, hi, b)) {
+		m->torn_reads++;
+		return;
+	}
+	if (lo != EV_ANY && lo != hi)
+		T_FAIL("seed %" PRIu64 ": %s: vol %s block %" PRIu64 ": read %s, expected a version "
+		       "from %" PRIu64 " (acknowledged) to %" PRIu64 " (newest written)%s%s",
+		       m->seed, what, mv->v->name, lba, et_vstr(got, g, sizeof(g)), lo, hi,
+		       d[0] ? "; block: " : "", d);
+	T_FAIL("seed %" PRIu64 ": %s: vol %s block %" PRIu64 ": read %s, expected %s%s%s", m->seed,
+	       what, mv->v->name, lba, et_vstr(got, g, sizeof(g)), et_vstr(lo, w, sizeof(w)),
+	       d[0] ? "; block: " : "", d);
+}
+
+/* ET_TRACE=v:lba prints every request of model volume v covering lba */
+static void trace(struct et_model *m, struct et_mreq *s, const char *ev, int res)
+{
+	enum pmc_mode mode = PMC_MODE_WRITE_BACK;
+	int draining = 0;
+
+	if (s->mv != m->trace_vol || m->trace_lba < s->lba || m->trace_lba >= s->lba + s->n)
+		return;
+	pmc_engine_get_mode(m->t->e, m->mv[s->mv].v->vol, &mode, &draining);
+	printf("trace: %s %s %" PRIu64 "+%" PRIu64 " ver %" PRIu64 " res %d want %" PRIu64
+	       " issued %" PRIu64 " (%s%s)\n",
+	       ev, s->req.op == PMC_REQ_READ ? "read" : s->req.op == PMC_REQ_WRITE ? "write"
+		   : s->req.op == PMC_REQ_DISCARD ? "discard" : "flush",
+	       s->lba, s->n, s->ver, res, m->mv[s->mv].want[m->trace_lba],
+	       m->mv[s->mv].issued[m->trace_lba], pmc_mode_name(mode),
+	       draining ? ", draining" : "");
+}
+
+static void model_cb(struct pmc_req *req, int res)
+{
+	struct et_mreq *s = req->priv;
+	struct et_model *m = s->m;
+	struct et_mvol *mv = &m->mv[s->mv];
+	char what[128];
+
+	if (!s->busy || req != &s->req)
+		T_FAIL("seed %" PRIu64 ": a completion (res %d) for a request not in flight: %s "
+		       "of vol slot %u, bytes %" PRIu64 "+%" PRIu64 " (completed twice?)",
+		       m->seed, res, op_name(req->op), req->vol, req->off, req->len);
+	trace(m, s, "done", res);
+	snprintf(what, sizeof(what), "%s of blocks %" PRIu64 "+%" PRIu64 " (op #%" PRIu64 ")",
+		 op_name(req->op), s->lba, s->n, m->ops_done);
+	if (res && !m->allow_errors)
+		T_FAIL("seed %" PRIu64 ": vol %s: %s failed: %d", m->seed, mv->v->name, what, res);
+	if (res)
+		mv->errors++;
+	switch (req->op) {
+	case PMC_REQ_READ:
+		for (uint64_t i = 0; i < s->n; i++) {
+			if (!res)
+				check_read_block(m, mv, s->lba + i, s->snap[i],
+						 (char *)s->buf + i * BS, what);
+			mv->rbusy[s->lba + i]--;
+		}
+		if (!res) {
+			mv->reads++;
+			mv->read_bytes += s->n * BS;
+		}
+		break;
+	case PMC_REQ_WRITE:
+		for (uint64_t i = 0; i < s->n; i++) {
+			mv->want[s->lba + i] = res ? EV_ANY : s->ver;
+			mv->wbusy[s->lba + i] = 0;
+		}
+		if (!res) {
+			mv->writes++;
+			mv->write_bytes += s->n * BS;
+		}
+		break;
+	case PMC_REQ_DISCARD:
+		for (uint64_t i = 0; i < s->n; i++) {
+			mv->want[s->lba + i] = EV_ANY;
+			mv->wbusy[s->lba + i] = 0;
+		}
+		if (!res) {
+			mv->discards++;
+			mv->discard_bytes += s->n * BS;
+		}
+		break;
+	case PMC_REQ_FLUSH:
+		if (!res)
+			mv->flushes++;
+		break;
+	}
+	s->busy = 0;
+	m->inflight--;
+	m->ops_done++;
+}
+
+static uint64_t pick_len(struct et_model *m, uint64_t max)
+{
+	uint64_t x = et_rand(&m->rng) % 100, n;
+
+	if (x < 50)
+		n = 1 + et_rand(&m->rng) % 4;
+	else if (x < 80)
+		n = 5 + et_rand(&m->rng) % 12;
+	else if (x < 95)
+		n = 17 + et_rand(&m->rng) % 48;
+	else
+		n = ET_MAX_REQ_BLOCKS;
+	return n < max ? n : max;
+}
+
+/* can op run on blocks lba..+n of mv now? */
+static int range_free(struct et_model *m, struct et_mvol *mv, enum pmc_req_op op, uint64_t lba,
+		      uint64_t n)
+{
+	for (uint64_t i = lba; i < lba + n; i++) {
+		if (mv->wbusy[i])
+			return 0; /* nothing overlaps a write or discard, except... */
+		if (mv->rbusy[i] && (op == PMC_REQ_DISCARD || !m->rw_overlap))
+			return 0;
+	}
+	return 1;
+}
+
+/* ...a read may overlap a write in flight when rw_overlap: */
+static int read_free(struct et_model *m, struct et_mvol *mv, uint64_t lba, uint64_t n,
+		     int *overlaps)
+{
+	*overlaps = 0;
+	for (uint64_t i = lba; i < lba + n; i++) {
+		if (!mv->wbusy[i])
+			continue;
+		if (!m->rw_overlap)
+			return 0;
+		*overlaps = 1;
+	}
+	/* a discard in flight: never */
+	for (unsigned k = 0; k < m->max_inflight; k++) {
+		struct et_mreq *s = &m->slot[k];
+
+		if (s->busy && s->req.op == PMC_REQ_DISCARD && &m->mv[s->mv] == mv &&
+		    s->lba < lba + n && lba < s->lba + s->n)
+			return 0;
+	}
+	return 1;
+}
+
+/* issue one random request; 0 if none could be placed this turn */
+static int issue(struct et_model *m)
+{
+	struct et_mreq *s = free_slot(m);
+	uint64_t x = et_rand(&m->rng) % 100;
+	enum pmc_req_op op;
+	unsigned vi = (unsigned)(et_rand(&m->rng) % m->nvols);
+	struct et_mvol *mv = &m->mv[vi];
+	uint64_t lba = 0, n = 0;
+	int overlaps = 0, ok = 0;
+	unsigned flags = 0;
+	struct pmc_err err;
+
+	if (!s)
+		return 0;
+	if (x < m->pct_write)
+		op = PMC_REQ_WRITE;
+	else if (x < m->pct_write + m->pct_discard)
+		op = PMC_REQ_DISCARD;
+	else if (x < m->pct_write + m->pct_discard + m->pct_flush)
+		op = PMC_REQ_FLUSH;
+	else
+		op = PMC_REQ_READ;
+	if (op != PMC_REQ_FLUSH) {
+		for (int tries = 0; tries < 4 && !ok; tries++) {
+			n = pick_len(m, mv->v->nblocks);
+			lba = et_rand(&m->rng) % (mv->v->nblocks - n + 1);
+			ok = op == PMC_REQ_READ ? read_free(m, mv, lba, n, &overlaps)
+						: range_free(m, mv, op, lba, n);
+		}
+		if (!ok)
+			return 0;
+	}
+	memset(&s->req, 0, sizeof(s->req));
+	s->m = m;
+	s->mv = vi;
+	s->lba = lba;
+	s->n = n;
+	s->ver = 0;
+	switch (op) {
+	case PMC_REQ_WRITE:
+		s->ver = ++m->next_ver;
+		for (uint64_t i = 0; i < n; i++) {
+			et_fill((char *)s->buf + i * BS, mv->v->tag, lba + i, s->ver);
+			mv->issued[lba + i] = s->ver;
+			mv->hist[lba + i][s->ver % ET_HIST] = s->ver;
+			mv->wbusy[lba + i] = 1;
+		}
+		if (et_rand(&m->rng) % 100 < m->pct_fua)
+			flags |= PMC_REQ_FUA;
+		break;
+	case PMC_REQ_DISCARD:
+		for (uint64_t i = 0; i < n; i++)
+			mv->wbusy[lba + i] = 1;
+		break;
+	case PMC_REQ_READ:
+		memset(s->buf, 0xee, n * BS);
+		for (uint64_t i = 0; i < n; i++) {
+			s->snap[i] = mv->want[lba + i];
+			mv->rbusy[lba + i]++;
+		}
+		m->overlapped_reads += overlaps;
+		break;
+	case PMC_REQ_FLUSH:
+		break;
+	}
+	s->req.op = op;
+	s->req.vol = mv->v->vol;
+	s->req.off = lba * BS;
+	s->req.len = n * BS;
+	s->req.buf = op == PMC_REQ_READ || op == PMC_REQ_WRITE ? s->buf : NULL;
+	s->req.flags = flags;
+	s->req.cb = model_cb;
+	s->req.priv = s;
+	s->busy = 1;
+	m->inflight++;
+	trace(m, s, "submit", 0);
+	memset(&err, 0, sizeof(err));
+	int rc = pmc_queue_submit(m->q, &s->req, &err);
+	if (rc)
+		T_FAIL("seed %" PRIu64 ": submit %s vol %s blocks %" PRIu64 "+%" PRIu64
+		       ": refused %d (%s)",
+		       m->seed, op_name(op), mv->v->name, lba, n, rc, err.msg);
+	return 1;
+}
+
+void et_model_run(struct et_model *m, uint64_t ops, unsigned wb_every)
+{
+	uint64_t issued = 0, turns = 0, t0 = pmc_mono_ns(), last_done = m->ops_done;
+	uint64_t last_progress = t0;
+
+	T_TRUE(m->max_inflight >= 1 && m->max_inflight <= ET_MAX_INFLIGHT);
+	while (issued < ops || m->inflight) {
+		int ran;
+
+		turns++;
+		while (issued < ops && m->inflight < m->max_inflight && issue(m)) {
+			issued++;
+			if (m->hook && m->hook_every && issued % m->hook_every == 0)
+				m->hook(m);
+		}
+		ran = turn(m->t->e, m->q, wb_every && turns % wb_every == 0 ? m->wbq : NULL,
+			   m->inflight > 0);
+		/* the write-back queue must be polled even between steps */
+		if (m->wbq && m->wbq != m->q && pmc_queue_poll(m->wbq, 0, 0) < 0)
+			T_FAIL("poll of the write-back queue failed");
+		if (m->ops_done != last_done) {
+			last_done = m->ops_done;
+			last_progress = pmc_mono_ns();
+		} else if (!ran && pmc_mono_ns() - last_progress > 15000000000ull) {
+			T_FAIL("seed %" PRIu64 ": no request completed for 15 s (%u in flight, "
+			       "%" PRIu64 " done)",
+			       m->seed, m->inflight, m->ops_done);
+		}
+	}
+}
+
+void et_model_drain(struct et_model *m)
+{
+	et_model_run(m, 0, 1);
+}
+
+void et_model_verify_engine(struct et_model *m, const char *when)
+{
+	char *buf = et_alloc(ET_MAX_REQ_BLOCKS * BS);
+	char what[128];
+
+	et_model_drain(m);
+	for (unsigned vi = 0; vi < m->nvols; vi++) {
+		struct et_mvol *mv = &m->mv[vi];
+
+		for (uint64_t lba = 0; lba < mv->v->nblocks; lba += ET_MAX_REQ_BLOCKS) {
+			uint64_t n = mv->v->nblocks - lba;
+			int rc;
+
+			n = n < ET_MAX_REQ_BLOCKS ? n : ET_MAX_REQ_BLOCKS;
+			memset(buf, 0xee, n * BS);
+			rc = et_io(m->t->e, m->q, m->wbq, PMC_REQ_READ, mv->v->vol, lba, n, buf, 0);
+			if (rc)
+				T_FAIL("seed %" PRIu64 ": %s: read of vol %s blocks %" PRIu64
+				       "+%" PRIu64 " failed: %d",
+				       m->seed, when, mv->v->name, lba, n, rc);
+			mv->reads++;
+			mv->read_bytes += n * BS;
+			snprintf(what, sizeof(what), "%s, read through the engine", when);
+			for (uint64_t i = 0; i < n; i++)
+				check_read_block(m, mv, lba + i, mv->want[lba + i], buf + i * BS,
+						 what);
+		}
+	}
+	free(buf);
+}
+
+void et_model_verify_disks(struct et_model *m, const char *when)
+{
+	char *buf = et_alloc(BS);
+	char what[128];
+
+	et_model_drain(m);
+	snprintf(what, sizeof(what), "%s, read from the disk file", when);
+	for (unsigned vi = 0; vi < m->nvols; vi++) {
+		struct et_mvol *mv = &m->mv[vi];
+		int fd = open(mv->v->path, O_RDONLY);
+
+		if (fd < 0)
+			T_FAIL("open %s: %s", mv->v->path, strerror(errno));
+		for (uint64_t lba = 0; lba < mv->v->nblocks; lba++) {
+			if (pread(fd, buf, BS, (off_t)(lba * BS)) != BS)
+				T_FAIL("read %s block %" PRIu64 " failed", mv->v->path, lba);
+			check_read_block(m, mv, lba, mv->want[lba], buf, what);
+		}
+		close(fd);
+	}
+	free(buf);
+}
+
+/* got == want, or the test fails naming both expressions and values */
+#define VAL_EQ(name, got, want)                                                                    \
+	do {                                                                                       \
+		uint64_t _g = (uint64_t)(got), _w = (uint64_t)(want);                              \
+		if (_g != _w)                                                                      \
+			ET_SOFT_FAIL("vol %s: stats: %s = %" PRIu64 ", expected %s = %" PRIu64,    \
+				     (name), #got, _g, #want, _w);                                 \
+	} while (0)
+
+/* identities every error-free stats snapshot satisfies */
+static void stats_identities(const struct pmc_vol_stats *s, const char *name)
+{
+	VAL_EQ(name, s->read_hits + s->read_partial_misses + s->read_full_misses, s->reads);
+	VAL_EQ(name, s->read_hit_blocks + s->read_miss_blocks, s->read_bytes / BS);
+	VAL_EQ(name, s->admit_blocks + s->bypass_blocks, s->read_miss_blocks);
+	VAL_EQ(name, s->wb_bytes, s->wb_blocks * BS);
+	VAL_EQ(name, s->dirty_bytes, s->dirty_blocks * BS);
+	VAL_EQ(name, et_hist_sum(s->lat[PMC_LAT_READ_HIT]), s->read_hits);
+	VAL_EQ(name, et_hist_sum(s->lat[PMC_LAT_READ_MISS]),
+	       s->read_partial_misses + s->read_full_misses);
+	VAL_EQ(name,
+	       et_hist_sum(s->lat[PMC_LAT_WRITE_PMEM]) + et_hist_sum(s->lat[PMC_LAT_WRITE_DISK]),
+	       s->writes);
+	VAL_EQ(name, et_hist_sum(s->lat[PMC_LAT_FLUSH]), s->flushes);
+	VAL_EQ(name, et_hist_sum(s->lat[PMC_LAT_DISCARD]), s->discards);
+	VAL_EQ(name, et_hist_sum(s->lat[PMC_LAT_WRITEBACK]), s->wb_ios);
+	if (s->wb_merged_blocks > s->wb_blocks)
+		ET_SOFT_FAIL("vol %s: wb_merged_blocks %" PRIu64 " > wb_blocks %" PRIu64, name,
+		       s->wb_merged_blocks, s->wb_blocks);
+	if (s->write_pmem_blocks + s->write_disk_blocks < s->write_bytes / BS)
+		ET_SOFT_FAIL("vol %s: write_pmem_blocks %" PRIu64 " + write_disk_blocks %" PRIu64
+		       " < blocks written %" PRIu64,
+		       name, s->write_pmem_blocks, s->write_disk_blocks, s->write_bytes / BS);
+}
+
+void et_model_check_stats(struct et_model *m)
+{
+	struct pmc_vol_stats s;
+
+	et_model_drain(m);
+	for (unsigned vi = 0; vi < m->nvols; vi++) {
+		struct et_mvol *mv = &m->mv[vi];
+		const char *name = mv->v->name;
+
+		et_stats(m->t->e, mv->v->vol, &s);
+		VAL_EQ(name, s.reads, mv->reads);
+		VAL_EQ(name, s.writes, mv->writes);
+		VAL_EQ(name, s.flushes, mv->flushes);
+		VAL_EQ(name, s.discards, mv->discards);
+		VAL_EQ(name, s.read_bytes, mv->read_bytes);
+		VAL_EQ(name, s.write_bytes, mv->write_bytes);
+		VAL_EQ(name, s.discard_bytes, mv->discard_bytes);
+		if (!m->allow_errors) {
+			VAL_EQ(name, s.read_errors, 0);
+			VAL_EQ(name, s.write_errors, 0);
+			VAL_EQ(name, s.wb_errors, 0);
+			VAL_EQ(name, s.error, 0);
+			stats_identities(&s, name);
+		}
+	}
+}
+
+void et_check_total_stats(struct pmc_engine *e, const uint32_t *vols, unsigned n, int identities)
+{
+	struct pmc_vol_stats s, all, sum;
+	const char *name = "(whole cache)";
+
+	memset(&sum, 0, sizeof(sum));
+	for (unsigned i = 0; i < n; i++) {
+		et_stats(e, vols[i], &s);
+		pmc_stats_add(&sum, &s);
+	}
+	et_stats(e, UINT32_MAX, &all);
+	VAL_EQ(name, all.reads, sum.reads);
+	VAL_EQ(name, all.writes, sum.writes);
+	VAL_EQ(name, all.flushes, sum.flushes);
+	VAL_EQ(name, all.discards, sum.discards);
+	VAL_EQ(name, all.read_bytes, sum.read_bytes);
+	VAL_EQ(name, all.write_bytes, sum.write_bytes);
+	VAL_EQ(name, all.wb_blocks, sum.wb_blocks);
+	VAL_EQ(name, all.dirty_blocks, sum.dirty_blocks);
+	VAL_EQ(name, all.clean_blocks, sum.clean_blocks);
+	if (identities)
+		stats_identities(&all, name);
+}
