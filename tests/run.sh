@@ -8,19 +8,21 @@
 #   build/tsan   ThreadSanitizer build: the concurrency tests
 #   build/fuzz   clang libFuzzer build: a short fuzzing pass per target
 #   build/vm     plain build: ctest label vm (the qemu guest)
-# Usage: tests/run.sh [--no-vm] [--no-fuzz] [--fuzz-seconds N]
+# Usage: tests/run.sh [--no-vm] [--no-fuzz] [--fuzz-seconds N] [--install-only]
 # Environment: CI=true turns warnings into errors.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 vm=1
 fuzz=1
+install_only=0
 fuzz_seconds=60
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--no-vm) vm=0 ;;
 	--no-fuzz) fuzz=0 ;;
 	--fuzz-seconds) fuzz_seconds=$2; shift ;;
+	--install-only) install_only=1 ;;
 	*) echo "tests/run.sh: unknown option '$1'" >&2; exit 2 ;;
 	esac
 	shift
@@ -56,6 +58,7 @@ build() { # dir, cmake options...
 }
 
 install_packages
+[ $install_only = 1 ] && exit 0
 
 say "ASan+UBSan: unit, crash, fuzz (corpus replay)"
 build asan -DPMC_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -69,6 +72,7 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 if [ $fuzz = 1 ] && [ -x "$top/tests/fuzz/run-fuzz.sh" ]; then
 	say "libFuzzer: ${fuzz_seconds}s per target"
 	"$top/tests/fuzz/run-fuzz.sh" "$fuzz_seconds" "$top/build/fuzz"
+	"$top/tests/config/run-fuzz.sh" "$fuzz_seconds" "$top/build/fuzz"
 fi
 
 if [ $vm = 1 ]; then

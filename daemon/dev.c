@@ -1,0 +1,434 @@
+/* dev.c - a ublk device over one volume of the engine.
+ *
+ * Queue threads: each owns a pmc_queue whose ring also carries the ublk
+ * FETCH / COMMIT_AND_FETCH commands of its tags. A fetched tag becomes an
+ * engine request on the tag's buffer; its completion commits the result and
+ * fetches the next request in the same command. A request never blocks its
+ * thread on disk I/O: the engine completes it from the ring.
+ *
+ * Surviving a crash of the daemon: devices are created with
+ * UBLK_F_USER_RECOVERY (and _REISSUE), so when this process dies the driver
+ * quiesces /dev/ublkbN instead of removing it, and requests in flight are
+ * reissued to the next daemon. Start-up therefore first asks for the
+ * configured device id: a quiesced device is taken over with
+ * START_USER_RECOVERY, fresh fetches on every tag, END_USER_RECOVERY.
+ *
+ * Locking: a queue's state belongs to its thread; the main thread only
+ * starts, stops and joins them (ready/stop/failed are atomics).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dev.h"
+#include "log.h"
+#include "ring.h"
+
+#define PMCD_RUN_DIR "/run/pmcache"
+
+#ifndef PR_SET_IO_FLUSHER
+#define PR_SET_IO_FLUSHER 57
+#endif
+
+static int use_ioctl(struct pmcd_dev *d)
+{
+	return d->ctrl->use_ioctl;
+}
+
+static void commit(struct pmcd_queue *uq, uint16_t tag, int32_t res)
+{
+	struct pmcd_dev *d = uq->dev;
+	int rc = pmc_ublk_queue_cmd(pmc_queue_ring(uq->q), d->cdev_fd, use_ioctl(d), 1, uq->q_id,
+				    tag, res, uq->bufs + (size_t)tag * d->conf.max_io);
+
+	if (rc)
+		pmc_log(LOG_CRIT, "%s: queue %u tag %u: cannot commit: %s", d->name, uq->q_id, tag,
+			strerror(-rc));
+}
+
+static void req_done(struct pmc_req *req, int res)
+{
+	struct pmcd_queue *uq = req->priv;
+	uint16_t tag = (uint16_t)(req - uq->reqs);
+
+	uq->busy[tag] = 0;
+	if (res == 0 && (req->op == PMC_REQ_READ || req->op == PMC_REQ_WRITE))
+		res = (int)req->len;
+	commit(uq, tag, res);
+}
+
+/* a request from the driver on tag: hand it to the engine */
+static void handle(struct pmcd_queue *uq, uint16_t tag)
+{
+	struct pmcd_dev *d = uq->dev;
+	const struct ublksrv_io_desc *iod = &uq->iods[tag];
+	struct pmc_req *req = &uq->reqs[tag];
+	struct pmc_err err = {0};
+	int rc;
+
+	memset(req, 0, sizeof(*req));
+	switch (ublksrv_get_op(iod)) {
+	case UBLK_IO_OP_READ:
+		req->op = PMC_REQ_READ;
+		break;
+	case UBLK_IO_OP_WRITE:
+		req->op = PMC_REQ_WRITE;
+		break;
+	case UBLK_IO_OP_FLUSH:
+		req->op = PMC_REQ_FLUSH;
+		break;
+	case UBLK_IO_OP_DISCARD:
+		req->op = PMC_REQ_DISCARD;
+		break;
+	default:
+		commit(uq, tag, -EOPNOTSUPP);
+		return;
+	}
+	req->vol = d->conf.vol;
+	req->off = iod->start_sector << 9;
+	req->len = (uint64_t)iod->nr_sectors << 9;
+	req->buf = uq->bufs + (size_t)tag * d->conf.max_io;
+	req->flags = (ublksrv_get_flags(iod) & (UBLK_IO_F_FUA >> 8)) ? PMC_REQ_FUA : 0;
+	req->cb = req_done;
+	req->priv = uq;
+	uq->busy[tag] = 1;
+	rc = pmc_queue_submit(uq->q, req, &err);
+	if (rc) {
+		static struct pmc_ratelimit rl;
+
+		uq->busy[tag] = 0;
+		pmc_log_ratelimited(&rl, LOG_ERR, "%s: %s", d->name, err.msg);
+		commit(uq, tag, rc);
+	}
+}
+
+/* completion of a ublk command on this queue's ring */
+static void ublk_cqe(void *arg, uint64_t user_data, int res)
+{
+	struct pmcd_queue *uq = arg;
+	uint16_t tag = (uint16_t)(user_data >> 1);
+
+	uq->fetched--;
+	if (res == UBLK_IO_RES_OK) {
+		uq->fetched++; /* the commit that answers it fetches again */
+		handle(uq, tag);
+		return;
+	}
+	/* -ENODEV: the device is going away; anything else is a driver error */
+	uq->aborted++;
+	if (res != UBLK_IO_RES_ABORT)
+		pmc_log(LOG_ERR, "%s: queue %u tag %u: ublk command failed: %s", uq->dev->name,
+			uq->q_id, tag, strerror(-res));
+}
+
+static void *queue_main(void *arg)
+{
+	struct pmcd_queue *uq = arg;
+	struct pmcd_dev *d = uq->dev;
+	unsigned depth = d->conf.depth;
+	int rc;
+
+	prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
+	for (uint16_t t = 0; t < depth; t++) {
+		rc = pmc_ublk_queue_cmd(pmc_queue_ring(uq->q), d->cdev_fd, use_ioctl(d), 0, uq->q_id,
+					t, -1, uq->bufs + (size_t)t * d->conf.max_io);
+		if (rc) {
+			pmc_err_set(&uq->err, -rc, "%s: queue %u: cannot fetch tag %u: %s", d->name,
+				    uq->q_id, t, strerror(-rc));
+			atomic_store(&uq->failed, 1);
+			return NULL;
+		}
+		uq->fetched++;
+	}
+	atomic_store(&uq->ready, 1);
+	/* serve until every tag came back aborted, or we were told to stop
+	 * and the engine has nothing of ours in flight */
+	while (uq->aborted < depth) {
+		pmc_queue_poll(uq->q, 1, 100000000ull);
+		if (atomic_load(&uq->stop)) {
+			int held = 0;
+
+			for (unsigned t = 0; t < depth; t++)
+				held |= uq->busy[t];
+			/* newer kernels cancel fetches only when the ring closes */
+			if (!held && pmc_queue_busy(uq->q) == 0 && uq->fetched == depth - uq->aborted)
+				break;
+		}
+	}
+	return NULL;
+}
+
+static void queue_free(struct pmcd_queue *uq)
+{
+	if (!uq->dev)
+		return; /* never set up, or released already */
+	if (uq->q)
+		pmc_queue_destroy(uq->q);
+	pmc_ublk_unmap_descs(uq->iods, uq->dev->conf.depth);
+	free(uq->bufs);
+	free(uq->reqs);
+	free(uq->busy);
+}
+
+static int queue_init(struct pmcd_dev *d, struct pmcd_queue *uq, uint16_t q_id,
+		      struct pmc_err *err)
+{
+	struct pmc_ring_opts ro = {.sqe128 = 1, .foreign = ublk_cqe, .arg = uq};
+	unsigned depth = d->conf.depth;
+	int rc;
+
+	uq->dev = d;
+	uq->q_id = q_id;
+	uq->bufs = aligned_alloc(4096, (size_t)depth * d->conf.max_io);
+	uq->reqs = calloc(depth, sizeof(*uq->reqs));
+	uq->busy = calloc(depth, 1);
+	if (!uq->bufs || !uq->reqs || !uq->busy)
+		return pmc_err_set(err, ENOMEM, "%s: queue %u: out of memory", d->name, q_id);
+	uq->iods = pmc_ublk_map_descs(d->cdev_fd, q_id, (uint16_t)depth, err);
+	if (!uq->iods)
+		return -err->code;
+	rc = pmc_queue_create_opts(d->e, depth, &ro, &uq->q, err);
+	if (rc)
+		return rc;
+	return 0;
+}
+
+static void set_params(struct pmcd_dev *d, struct ublk_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->types = UBLK_PARAM_TYPE_BASIC;
+	p->basic.attrs = d->conf.volatile_cache ? UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA : 0;
+	p->basic.logical_bs_shift = 12;
+	p->basic.physical_bs_shift = 12;
+	p->basic.io_min_shift = 12;
+	p->basic.io_opt_shift = 12;
+	p->basic.max_sectors = d->conf.max_io >> 9;
+	p->basic.dev_sectors = d->conf.size >> 9;
+	if (d->conf.discard) {
+		p->types |= UBLK_PARAM_TYPE_DISCARD;
+		p->discard.discard_granularity = 4096;
+		p->discard.max_discard_sectors = UINT32_MAX >> 9 & ~7u;
+		p->discard.max_discard_segments = 1;
+	}
+}
+
+/* a device of this id left quiesced by a previous daemon, to recover */
+static int find_quiesced(struct pmcd_dev *d, struct pmc_err *err)
+{
+	struct ublksrv_ctrl_dev_info info;
+	struct pmc_err gerr = {0};
+
+	if (d->conf.dev_id < 0)
+		return 0;
+	/* the driver quiesces a device a little after its daemon died */
+	for (int i = 0; i < 50; i++) {
+		if (pmc_ublk_get_info(d->ctrl, (uint32_t)d->conf.dev_id, &info, &gerr))
+			return 0; /* no such device */
+		if (info.state == UBLK_S_DEV_QUIESCED) {
+			d->info = info;
+			return 1;
+		}
+		if (info.ublksrv_pid > 0 && kill(info.ublksrv_pid, 0) == 0)
+			return pmc_err_set(err, EBUSY,
+					   "%s: ublk device %d is served by live process %d", d->name,
+					   d->conf.dev_id, info.ublksrv_pid);
+		usleep(100000);
+	}
+	return pmc_err_set(err, EBUSY,
+			   "%s: ublk device %d exists but is neither quiesced nor recoverable "
+			   "(state %u)",
+			   d->name, d->conf.dev_id, info.state);
+}
+
+/* /run/pmcache/ublkbN.volume: the udev rule names /dev/pmcache/<volume> */
+static void name_file(struct pmcd_dev *d, int create)
+{
+	char path[96];
+	FILE *f;
+
+	snprintf(path, sizeof(path), PMCD_RUN_DIR "/ublkb%u.volume", d->dev_id);
+	if (!create) {
+		unlink(path);
+		return;
+	}
+	mkdir(PMCD_RUN_DIR, 0755);
+	f = fopen(path, "w");
+	if (!f)
+		return; /* no stable name then; the device works */
+	fprintf(f, "%s\n", d->conf.name);
+	fclose(f);
+}
+
+static int start_queues(struct pmcd_dev *d, struct pmc_err *err)
+{
+	int rc;
+
+	for (uint16_t i = 0; i < d->conf.nr_queues; i++) {
+		rc = queue_init(d, &d->queues[i], i, err);
+		if (rc)
+			return rc;
+	}
+	for (uint16_t i = 0; i < d->conf.nr_queues; i++) {
+		rc = pthread_create(&d->queues[i].thread, NULL, queue_main, &d->queues[i]);
+		if (rc)
+			return pmc_err_set(err, rc, "%s: cannot start queue thread: %s", d->name,
+					   strerror(rc));
+		d->queues[i].started = 1;
+	}
+	for (uint16_t i = 0; i < d->conf.nr_queues; i++) {
+		while (!atomic_load(&d->queues[i].ready)) {
+			if (atomic_load(&d->queues[i].failed)) {
+				*err = d->queues[i].err;
+				return -err->code;
+			}
+			usleep(1000);
+		}
+	}
+	return 0;
+}
+
+static void join_queues(struct pmcd_dev *d)
+{
+	for (uint16_t i = 0; i < d->conf.nr_queues; i++) {
+		atomic_store(&d->queues[i].stop, 1);
+		if (d->queues[i].started)
+			pthread_join(d->queues[i].thread, NULL);
+		d->queues[i].started = 0;
+	}
+}
+
+/* drop every reference this process holds on /dev/ublkcN (queue rings with
+ * their commands, descriptor mappings, the fd): DEL_DEV waits for that */
+static void release(struct pmcd_dev *d)
+{
+	if (d->queues) {
+		join_queues(d);
+		for (uint16_t i = 0; i < d->conf.nr_queues; i++)
+			queue_free(&d->queues[i]);
+		memset(d->queues, 0, d->conf.nr_queues * sizeof(*d->queues));
+	}
+	if (d->cdev_fd >= 0)
+		close(d->cdev_fd);
+	d->cdev_fd = -1;
+}
+
+static void dev_free(struct pmcd_dev *d)
+{
+	if (!d)
+		return;
+	release(d);
+	free(d->queues);
+	free(d);
+}
+
+int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
+		   const struct pmcd_dev_conf *conf, struct pmcd_dev **out, struct pmc_err *err)
+{
+	struct pmcd_dev *d;
+	struct ublk_params p;
+	int rc, added = 0;
+
+	*out = NULL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return pmc_err_set(err, ENOMEM, "%s: out of memory", conf->name);
+	d->conf = *conf;
+	d->e = e;
+	d->ctrl = ctrl;
+	d->cdev_fd = -1;
+	snprintf(d->name, sizeof(d->name), "volume %s", conf->name);
+	d->queues = calloc(conf->nr_queues, sizeof(*d->queues));
+	if (!d->queues) {
+		free(d);
+		return pmc_err_set(err, ENOMEM, "%s: out of memory", conf->name);
+	}
+	rc = find_quiesced(d, err);
+	if (rc < 0)
+		goto err_free;
+	d->recovered = rc;
+	if (d->recovered) {
+		if (d->info.nr_hw_queues != conf->nr_queues || d->info.queue_depth != conf->depth ||
+		    d->info.max_io_buf_bytes != conf->max_io) {
+			rc = pmc_err_set(err, EINVAL,
+					 "%s: ublk device %u was made with %u queues of depth %u "
+					 "and %u-byte I/O; the configuration asks for %u, %u, %u",
+					 d->name, d->info.dev_id, d->info.nr_hw_queues,
+					 d->info.queue_depth, d->info.max_io_buf_bytes,
+					 conf->nr_queues, conf->depth, conf->max_io);
+			goto err_free;
+		}
+		rc = pmc_ublk_start_recovery(ctrl, d->info.dev_id, err);
+		if (rc)
+			goto err_free;
+	} else {
+		uint64_t flags = UBLK_F_USER_RECOVERY;
+
+		if (ctrl->feat.flags & UBLK_F_USER_RECOVERY_REISSUE)
+			flags |= UBLK_F_USER_RECOVERY_REISSUE;
+		rc = pmc_ublk_add(ctrl, conf->dev_id, conf->nr_queues, conf->depth, conf->max_io,
+				  flags, &d->info, err);
+		if (rc)
+			goto err_free;
+		added = 1;
+		set_params(d, &p);
+		rc = pmc_ublk_set_params(ctrl, d->info.dev_id, &p, err);
+		if (rc)
+			goto err_del;
+	}
+	d->dev_id = d->info.dev_id;
+	name_file(d, 1);
+	rc = pmc_ublk_open_cdev(d->dev_id, 5000, &d->cdev_fd, err);
+	if (rc)
+		goto err_del;
+	rc = start_queues(d, err);
+	if (rc)
+		goto err_del;
+	rc = d->recovered ? pmc_ublk_end_recovery(ctrl, d->dev_id, err)
+			  : pmc_ublk_start(ctrl, d->dev_id, err);
+	if (rc)
+		goto err_del;
+	pmc_engine_set_volatile(e, conf->vol, conf->volatile_cache);
+	pmc_log(LOG_INFO, "%s: %s /dev/ublkb%u (%u queues of %u, %" PRIu64 " bytes)", d->name,
+		d->recovered ? "recovered" : "serving", d->dev_id, conf->nr_queues, conf->depth,
+		conf->size);
+	*out = d;
+	return 0;
+
+err_del:
+	if (added) {
+		struct pmc_err ignore = {0};
+
+		pmc_ublk_stop(ctrl, d->dev_id, &ignore);
+		release(d);
+		pmc_ublk_del(ctrl, d->dev_id, &ignore);
+	}
+err_free:
+	dev_free(d);
+	return rc;
+}
+
+void pmcd_dev_stop(struct pmcd_dev *d)
+{
+	struct pmc_err err = {0};
+
+	if (!d)
+		return;
+	/* the kernel drains in-flight I/O through the queues, then aborts the
+	 * fetches */
+	if (pmc_ublk_stop(d->ctrl, d->dev_id, &err))
+		pmc_log(LOG_ERR, "%s", err.msg);
+	release(d);
+	if (pmc_ublk_del(d->ctrl, d->dev_id, &err))
+		pmc_log(LOG_ERR, "%s", err.msg);
+	name_file(d, 0);
+	pmc_log(LOG_INFO, "%s: /dev/ublkb%u removed", d->name, d->dev_id);
+	dev_free(d);
+}

@@ -1,0 +1,69 @@
+/* dev.h - one exported ublk block device per attached volume, with one
+ * thread and one io_uring per ublk queue carrying both the ublk commands
+ * and the engine's disk I/O. */
+#ifndef PMCD_DEV_H
+#define PMCD_DEV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "ublk.h"
+
+struct pmcd_dev;
+
+struct pmcd_queue {
+	struct pmcd_dev *dev;
+	uint16_t q_id;
+	struct pmc_queue *q;
+	struct ublksrv_io_desc *iods;
+	char *bufs;		/* depth * max_io, 4 KiB aligned */
+	struct pmc_req *reqs;	/* [depth] */
+	uint8_t *busy;		/* [depth]: tag held by the engine */
+	unsigned aborted;	/* tags the driver gave back (device stopping) */
+	unsigned fetched;	/* tags with a FETCH or COMMIT outstanding */
+	pthread_t thread;
+	int started;
+	atomic_int ready;	/* every tag fetched once */
+	atomic_int stop;
+	atomic_int failed;
+	struct pmc_err err;
+};
+
+struct pmcd_dev_conf {
+	const char *name;	/* volume name */
+	uint32_t vol;		/* engine volume slot */
+	int dev_id;		/* ublk device id, -1 any */
+	uint16_t nr_queues;
+	uint16_t depth;
+	uint32_t max_io;	/* bytes */
+	uint64_t size;		/* bytes */
+	int volatile_cache;	/* advertise a volatile write cache (+FUA) */
+	int discard;		/* advertise discard */
+};
+
+struct pmcd_dev {
+	struct pmcd_dev_conf conf;
+	struct pmc_engine *e;
+	struct pmc_ublk_ctrl *ctrl;
+	struct ublksrv_ctrl_dev_info info;
+	uint32_t dev_id;
+	int cdev_fd;
+	int recovered;		/* reattached to an existing device */
+	struct pmcd_queue *queues;
+	char name[64];
+};
+
+/*
+ * Export volume conf->vol: reattach to an existing quiesced device of that
+ * id left by a previous daemon (user recovery), or add a new one; start
+ * the queue threads; start or end recovery. Blocking; main thread only.
+ */
+int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
+		   const struct pmcd_dev_conf *conf, struct pmcd_dev **out, struct pmc_err *err);
+/* Graceful: STOP_DEV (the kernel drains in-flight I/O through the queue
+ * threads), join them, DEL_DEV, free. */
+void pmcd_dev_stop(struct pmcd_dev *d);
+
+#endif

@@ -1,0 +1,47 @@
+/* pmcached.h - the daemon's state, shared by its modules. */
+#ifndef PMCD_H
+#define PMCD_H
+
+#include <ev.h>
+#include <stdint.h>
+
+#include "cache.h"
+#include "config.h"
+#include "dev.h"
+#include "engine.h"
+#include "state.h"
+#include "ublk.h"
+#include "wb.h"
+
+#define PMCD_MAX_VOLUMES 64
+
+struct pmcd_volume {
+	int used;
+	uint32_t vol;		/* engine slot */
+	struct pmcd_dev *dev;
+	struct pmc_config_volume conf;
+};
+
+struct pmcd {
+	struct pmc_config conf;
+	char conf_path[4096];
+	struct ev_loop *loop;
+	struct pmc_pmem *pm;
+	struct pmc_cache *cache;	/* NULL: running without the pmem */
+	struct pmc_state *state;
+	struct pmc_engine *e;
+	struct pmc_ublk_ctrl *ctrl;
+	struct pmcd_wb wb;
+	struct pmcd_volume vols[PMCD_MAX_VOLUMES];
+	int stopping;
+	void *ctlsrv;			/* control socket (ctlsrv.c) */
+};
+
+/* volumes at run time (pmcached.c) */
+int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct pmc_err *err);
+int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err);
+struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name);
+void pmcd_status(struct pmcd *d, char *buf, size_t len);
+void pmcd_shutdown(struct pmcd *d);
+
+#endif

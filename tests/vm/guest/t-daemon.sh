@@ -1,0 +1,140 @@
+# t-daemon.sh [KILLS] - guest: pmcached on devdax and two NVMe disks.
+#   1. bad input refused with a clear message, nothing changed: an invalid
+#      config, a missing pmem device, a backing disk smaller than recorded;
+#   2. two volumes on two disks sharing one cache (write-back and
+#      write-through): ext4 on /dev/ublkb0 (mkfs, copy, compare, remount),
+#      fio crc32c verify at several block sizes on /dev/ublkb1;
+#   3. the daemon SIGKILLed KILLS times during fio writes (default 5):
+#      restarted, the devices never disappear, fio's verify passes;
+#   4. a graceful stop removes the devices; a restart serves the same data;
+#   5. removing a volume at run time leaves all its data on its NVMe disk.
+. /host/lib.sh
+KILLS=${1:-5}
+PATH=/host/bin:$PATH
+CONF=/tmp/pmcached.conf
+LOG=/host/out/pmcached.log
+SOCK=/tmp/pmcached.sock
+
+DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
+D0=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk 1"; exit 1; }
+D1=$(nvme_dev "$(nvme_serial 2)") || { bad "no NVMe disk 2"; exit 1; }
+ok "devdax $DAX, disks $D0 $D1"
+
+conf() { # MODE1 [PMEM]
+	cat >"$CONF" <<EOC
+pmem = { path = "${2:-$DAX}"; };
+state_dir = "/tmp/pmcache-state";
+control = { socket = "$SOCK"; };
+queues = { count = 2; depth = 64; };
+volumes = (
+	{ name = "vol0"; disk = "$D0"; mode = "write-back"; ublk_id = 0; },
+	{ name = "vol1"; disk = "$D1"; mode = "${1:-write-through}"; ublk_id = 1; }
+);
+EOC
+}
+
+# wait until the daemon logs another "ready" (or dies); the log is kept
+start() {
+	_n=$(grep -c "ready:" "$LOG")
+	pmcached -c "$CONF" >>"$LOG" 2>&1 &
+	PID=$!
+	for _i in $(seq 1 600); do
+		[ "$(grep -c "ready:" "$LOG")" -gt "$_n" ] && return 0
+		kill -0 $PID 2>/dev/null || { tail -5 "$LOG"; return 1; }
+		sleep 0.2
+	done
+	return 1
+}
+
+# --- 1. bad input -------------------------------------------------------
+echo 'volumes = ( { name = "x" } );' >/tmp/bad.conf
+out=$(pmcached -c /tmp/bad.conf --check-config 2>&1) && bad "invalid config accepted"
+echo "$out" | grep -q "bad.conf" && ok "invalid config refused: $out" || bad "unclear: $out"
+conf write-through /dev/dax9.9
+out=$(pmcached -c "$CONF" 2>&1); rc=$?
+[ $rc -ne 0 ] && ok "missing pmem: exit $rc" || bad "missing pmem accepted"
+echo "$out" | grep -q "dax9.9" && ok "message names it: $(echo "$out" | grep dax9.9 | head -1)" ||
+	bad "missing pmem: unclear: $out"
+[ -e /dev/ublkb0 ] && bad "a device appeared without pmem"
+
+# --- 2. serving ---------------------------------------------------------
+conf write-through
+: >"$LOG"
+start || { bad "pmcached did not start"; cat "$LOG"; exit 1; }
+ok "pmcached ready (pid $PID): $(grep ready: "$LOG" | tail -1)"
+[ -b /dev/ublkb0 ] && [ -b /dev/ublkb1 ] || { bad "no /dev/ublkb0 and 1"; exit 1; }
+S0=$(blockdev --getsize64 /dev/ublkb0)
+[ "$S0" = "$(blockdev --getsize64 "$D0")" ] && ok "ublkb0 is $S0 bytes like $D0" ||
+	bad "ublkb0 size $S0"
+# ext4 in the first 256 MiB: the fio runs below use 512 MiB and up
+run mkfs.ext4 -q -F /dev/ublkb0 256M
+mkdir -p /mnt/a
+run mount /dev/ublkb0 /mnt/a
+run cp -a /usr/lib /mnt/a/lib
+run cp -a /usr/bin /mnt/a/bin
+sync
+diff -r /usr/lib /mnt/a/lib >/dev/null && diff -r /usr/bin /mnt/a/bin >/dev/null &&
+	ok "files copied to ext4 on ublkb0 compare equal" || bad "copy differs"
+run umount /mnt/a
+run mount /dev/ublkb0 /mnt/a
+diff -r /usr/lib /mnt/a/lib >/dev/null && ok "equal after remount" || bad "differs after remount"
+run umount /mnt/a
+for bs in 4k 64k 256k; do
+	fio --name=v$bs --filename=/dev/ublkb1 --ioengine=io_uring --direct=1 --rw=randwrite \
+		--bs=$bs --size=32M --iodepth=16 --verify=crc32c --verify_fatal=1 \
+		--output=/tmp/fio-$bs.txt >/dev/null 2>&1 && ok "fio crc32c verify bs=$bs on ublkb1 (write-through)" ||
+		{ bad "fio verify bs=$bs"; tail -5 /tmp/fio-$bs.txt; }
+done
+
+# --- 3. SIGKILL during fio ----------------------------------------------
+for k in $(seq 1 "$KILLS"); do
+	fio --name=kill$k --filename=/dev/ublkb0 --ioengine=io_uring --direct=1 --rw=randwrite \
+		--bs=16k --size=48M --offset=512M --iodepth=8 --verify=crc32c --verify_fatal=1 \
+		--output=/tmp/fio-kill$k.txt >/dev/null 2>&1 &
+	FIO=$!
+	sleep 2
+	kill -9 $PID
+	wait $PID 2>/dev/null
+	[ -b /dev/ublkb0 ] && ok "kill $k: /dev/ublkb0 still there after SIGKILL" ||
+		bad "kill $k: device gone"
+	start || { bad "kill $k: restart failed"; tail -20 "$LOG"; break; }
+	[ "$(grep -c "recovered /dev/ublkb0" "$LOG")" -ge "$k" ] && ok "kill $k: device recovered" ||
+		bad "kill $k: not recovered"
+	wait $FIO && ok "kill $k: fio crc32c verify passed across the crash" ||
+		{ bad "kill $k: fio failed"; tail -8 /tmp/fio-kill$k.txt; }
+done
+
+# --- 4. graceful stop and restart ---------------------------------------
+kill -TERM $PID
+for _i in $(seq 1 300); do kill -0 $PID 2>/dev/null || break; sleep 0.2; done
+kill -0 $PID 2>/dev/null && { bad "pmcached still running 60 s after SIGTERM"; kill -9 $PID; }
+wait $PID
+rc=$?
+[ $rc -eq 0 ] && ok "graceful stop: exit 0" || bad "graceful stop: exit $rc"
+grep -q "stopped cleanly" "$LOG" && ok "logged a clean stop" || bad "no clean stop in the log"
+[ -e /dev/ublkb0 ] && bad "ublkb0 left after a graceful stop" || ok "devices removed"
+start || { bad "restart after stop"; tail -20 "$LOG"; exit 1; }
+grep "restart (epoch" "$LOG" | tail -1 | grep -q "clean restart" &&
+	ok "restart after a clean stop is a clean restart" ||
+	bad "not a clean restart"
+run mount /dev/ublkb0 /mnt/a
+diff -r /usr/lib /mnt/a/lib >/dev/null && ok "ext4 data intact after restart" || bad "data lost"
+run umount /mnt/a
+fio --name=kill1 --filename=/dev/ublkb0 --ioengine=io_uring --direct=1 --rw=randwrite \
+	--bs=16k --size=48M --offset=512M --iodepth=8 --verify=crc32c --verify_only=1 \
+	--output=/tmp/fio-vo.txt >/dev/null 2>&1 && ok "fio verify-only after restart" ||
+	{ bad "fio verify-only after restart"; tail -5 /tmp/fio-vo.txt; }
+
+# --- 5. removing a volume leaves all its data on its disk ----------------
+dd if=/dev/urandom of=/tmp/pat bs=1M count=8 2>/dev/null
+run dd if=/tmp/pat of=/dev/ublkb0 bs=1M seek=100 oflag=direct 2>/dev/null
+out=$(pmc-vm-ctl "$SOCK" '{"cmd":"volume-remove","name":"vol0"}' 2>&1)
+echo "$out" | grep -q '"ok":true' && ok "volume-remove: $out" || bad "volume-remove: $out"
+[ -e /dev/ublkb0 ] && bad "ublkb0 still there after remove"
+dd if="$D0" of=/tmp/back bs=1M skip=100 count=8 iflag=direct 2>/dev/null
+cmp /tmp/pat /tmp/back && ok "vol0's data is on $D0 byte for byte" || bad "data missing on $D0"
+
+kill -TERM $PID
+wait $PID
+grep -E "<[0-3]>" "$LOG" | head -5
+exit $FAIL
