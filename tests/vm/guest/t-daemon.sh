@@ -7,7 +7,10 @@
 #   3. the daemon SIGKILLed KILLS times during fio writes (default 5):
 #      restarted, the devices never disappear, fio's verify passes;
 #   4. a graceful stop removes the devices; a restart serves the same data;
-#   5. removing a volume at run time leaves all its data on its NVMe disk.
+#   5. removing a volume at run time leaves all its data on its NVMe disk;
+#   6. a backing disk smaller than the volume is refused, nothing changed.
+# and on the way: fio verify in all four modes switched at run time, and
+# malformed or oversized control requests answered with errors.
 . /host/lib.sh
 KILLS=${1:-5}
 PATH=/host/bin:$PATH
@@ -79,12 +82,36 @@ run umount /mnt/a
 run mount /dev/ublkb0 /mnt/a
 diff -r /usr/lib /mnt/a/lib >/dev/null && ok "equal after remount" || bad "differs after remount"
 run umount /mnt/a
-for bs in 4k 64k 256k; do
-	fio --name=v$bs --filename=/dev/ublkb1 --ioengine=io_uring --direct=1 --rw=randwrite \
-		--bs=$bs --size=32M --iodepth=16 --verify=crc32c --verify_fatal=1 \
-		--output=/tmp/fio-$bs.txt >/dev/null 2>&1 && ok "fio crc32c verify bs=$bs on ublkb1 (write-through)" ||
-		{ bad "fio verify bs=$bs"; tail -5 /tmp/fio-$bs.txt; }
+# every mode, switched at run time through the control socket
+off=0
+for mode in write-through write-back write-around pass-through; do
+	out=$(pmc-vm-ctl "$SOCK" "{\"cmd\":\"set\",\"volume\":\"vol1\",\"key\":\"mode\",\"value\":\"$mode\"}")
+	echo "$out" | grep -q '"ok":true' || bad "set mode $mode: $out"
+	for _i in $(seq 1 300); do
+		pmc-vm-ctl "$SOCK" '{"cmd":"volume-list"}' | grep -q "\"name\":\"vol1\"[^}]*\"mode\":\"$mode\",\"draining\":false" && break
+		sleep 0.2
+	done
+	for bs in 4k 64k 256k; do
+		fio --name=v$bs --filename=/dev/ublkb1 --ioengine=io_uring --direct=1 --rw=randwrite \
+			--bs=$bs --offset=${off}M --size=16M --iodepth=16 --verify=crc32c --verify_fatal=1 \
+			--output=/tmp/fio-$bs.txt >/dev/null 2>&1 && ok "fio crc32c verify bs=$bs on ublkb1 ($mode)" ||
+			{ bad "fio verify bs=$bs ($mode)"; tail -5 /tmp/fio-$bs.txt; }
+		off=$((off + 16))
+	done
 done
+
+# malformed and oversized control requests get an error reply; the daemon goes on
+for req in 'not json' '{"cmd":"nope"}' '{"cmd":"set","volume":"vol1","key":"mode","value":"fast"}' \
+	'{"cmd":"get","key":"no.such.key"}' '[1,2,3]'; do
+	out=$(pmc-vm-ctl "$SOCK" "$req" 2>&1)
+	echo "$out" | grep -q '"ok":false,' && ok "refused $req: $(echo "$out" | head -c 160)" ||
+		bad "control request $req: $out"
+done
+big=$(head -c 70000 /dev/zero | tr '\0' 'x')
+out=$(pmc-vm-ctl "$SOCK" "{\"cmd\":\"status\",\"pad\":\"$big\"}" 2>&1)
+echo "$out" | grep -q '"ok":false' && ok "oversized request refused" || bad "oversized: $(echo "$out" | head -c 200)"
+pmc-vm-ctl "$SOCK" '{"cmd":"status"}' | grep -q '"ok":true' && ok "daemon still answers" ||
+	bad "daemon stopped answering"
 
 # --- 3. SIGKILL during fio ----------------------------------------------
 for k in $(seq 1 "$KILLS"); do
@@ -134,6 +161,26 @@ echo "$out" | grep -q '"ok":true' && ok "volume-remove: $out" || bad "volume-rem
 dd if="$D0" of=/tmp/back bs=1M skip=100 count=8 iflag=direct 2>/dev/null
 cmp /tmp/pat /tmp/back && ok "vol0's data is on $D0 byte for byte" || bad "data missing on $D0"
 
+# --- 6. a backing disk smaller than the volume recorded in the cache ------
+kill -TERM $PID
+wait $PID
+truncate -s 256M /tmp/small.img
+cat >/tmp/small.conf <<EOC
+pmem = { path = "$DAX"; };
+state_dir = "/tmp/pmcache-state";
+control = { socket = "$SOCK"; };
+volumes = ( { name = "vol1"; disk = "/tmp/small.img"; ublk_id = 1; } );
+EOC
+timeout 120 pmcached -c /tmp/small.conf >/tmp/small.log 2>&1
+rc=$?
+[ $rc -ne 0 ] && ok "volume on a too small disk: exit $rc" || bad "too small disk accepted"
+grep -q "small.img has 268435456 bytes, the cache holds a volume of" /tmp/small.log &&
+	ok "$(grep small.img /tmp/small.log | head -1)" || { bad "unclear:"; cat /tmp/small.log; }
+[ -e /dev/ublkb1 ] && bad "ublkb1 served from the small disk"
+conf write-through
+start || { bad "restart with the right disk"; tail -20 "$LOG"; exit 1; }
+pmc-vm-ctl "$SOCK" '{"cmd":"volume-list"}' | grep -q '"name":"vol1"' && ok "vol1 still in the cache" ||
+	bad "vol1 lost"
 kill -TERM $PID
 wait $PID
 grep -E "<[0-3]>" "$LOG" | head -5
