@@ -25,9 +25,11 @@
  * Crash points: 1 in N (--every, default 30) of the persist points while
  * writing and filling, 1 in N/8 while writing around a volume that still
  * holds dirty data, every one during flush_all and the clean close.
- * Usage: engine_crash [--seed S] [--every N] [--ops N] [--only-point K]
+ * Usage: engine_crash [--seed S] [--every N] [--ops N] [--serial] [--only-point K]
  * A failure prints the seed and the drain; --seed S --only-point K crashes
- * there only (disk completion timing may shift the numbering a little).
+ * there only. With --serial (one I/O at a time) the run is the same every
+ * time and the replay exact; without, disk completion timing may shift the
+ * numbering.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -86,6 +88,10 @@ static uint64_t g_only_point, g_every = 30, g_stride;
 static uint64_t g_checks, g_images, g_seen_drains;
 static const char *g_phase = "setup";
 static struct sample g_samples[NSAMPLES];
+/* --serial: one request or write-back write at a time, each finished
+ * before the next starts, so the same seed stores and drains in the same
+ * order every time and --only-point replays a failure exactly */
+static int g_serial;
 static unsigned g_nsamples;
 
 /* --- the disk: reads into pmem are stores the simulator must see --- */
@@ -136,8 +142,9 @@ static void fail_at(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n  replay: engine_crash --seed %" PRIu64 " --only-point %" PRIu64 "\n",
-		g_seed, g_sim.drains);
+	fprintf(stderr, "\n  replay: engine_crash --seed %" PRIu64 "%s --only-point %" PRIu64 "%s\n",
+		g_seed, g_serial ? " --serial" : "", g_sim.drains,
+		g_serial ? "" : " (without --serial, disk timing may shift the point)");
 	exit(1);
 }
 
@@ -374,10 +381,29 @@ static void phase(const char *name, uint64_t stride)
 	g_stride = stride ? stride : 1;
 }
 
+static void quiesce(void)
+{
+	while (pmc_queue_busy(g_q))
+		if (pmc_queue_poll(g_q, 1, 2000000ull) < 0)
+			fail_at("poll failed");
+}
+
 static void run(uint64_t ops, unsigned wb_every)
 {
 	uint64_t started = 0, turns = 0;
 
+	if (g_serial) {
+		for (; started < ops; started++) {
+			if (!issue())
+				fail_at("serial: a request could not be placed");
+			quiesce();
+			if (wb_every && ++turns % wb_every == 0) {
+				pmc_engine_writeback_step(g_t.e, g_q);
+				quiesce();
+			}
+		}
+		return;
+	}
 	while (started < ops || g_inflight) {
 		while (started < ops && g_inflight < INFLIGHT && issue())
 			started++;
@@ -462,8 +488,10 @@ int main(int argc, char **argv)
 			ops = strtoull(argv[i + 1], NULL, 0);
 		else if (!strcmp(argv[i], "--only-point") && i + 1 < argc)
 			g_only_point = strtoull(argv[i + 1], NULL, 0);
+		else if (!strcmp(argv[i], "--serial"))
+			g_serial = 1;
 	}
-	printf("seed: %" PRIu64 "\n", g_seed);
+	printf("seed: %" PRIu64 "%s\n", g_seed, g_serial ? " (serial)" : "");
 	g_rng = g_seed;
 	g_check_rng = ~g_seed;
 
@@ -477,11 +505,14 @@ int main(int argc, char **argv)
 	T_OK(pmc_cache_open(g_sim.pm, 0, &g_t.c, &err));
 	g_t.pm = g_sim.pm;
 	pmc_wb_conf_default(&g_t.wb);
+	/* a policy that does not depend on time: the same seed crashes at
+	 * the same operations */
 	g_t.wb.high_pct = 40;
 	g_t.wb.low_pct = 20;
-	g_t.wb.max_age_ms = 5;
+	g_t.wb.max_age_ms = 600000;
 	g_t.wb.max_io_bytes = 32 << 10;
-	g_t.wb.idle_ms = 1;
+	g_t.wb.max_inflight = g_serial ? 1 : 8;
+	g_t.wb.busy_inflight = g_t.wb.max_inflight;
 	T_OK(pmc_engine_create(g_t.c, &g_t.wb, &g_t.e, &err));
 	pmc_volume_conf_default(&vc);
 	for (unsigned i = 0; i < NV; i++) {
@@ -505,19 +536,19 @@ int main(int argc, char **argv)
 	g_armed = 1;
 	phase("writes and fills", g_every);
 	run(ops, 4);
-	/* leave write-back with dirty data and no write-back running: the
-	 * volume drains (writes go around) over blocks still dirty */
+	/* leave write-back while most of the cache is dirty (write-back
+	 * only above 90 %): the volume drains (writes go around) over blocks
+	 * still dirty */
 	{
 		struct pmc_wb_conf wb = g_t.wb;
 
-		wb.high_pct = 100;
-		wb.low_pct = 100;
-		wb.max_age_ms = 600000;
+		wb.high_pct = 90;
+		wb.low_pct = 80;
 		pmc_engine_set_wb_conf(g_t.e, &wb);
-		run(ops / 4, 0);
+		run(ops / 4, 4);
 		phase("write-around", g_every / 8);
 		T_OK(pmc_engine_set_mode(g_t.e, g_cv[0].v.vol, PMC_MODE_WRITE_AROUND, &err));
-		run(ops / 4, 0);
+		run(ops / 4, 4);
 		pmc_engine_set_wb_conf(g_t.e, &g_t.wb);
 	}
 	phase("write-back again", g_every);
