@@ -628,7 +628,7 @@ static void arm_latency(struct fdisk *f)
 static void sc_short_eagain(void)
 {
 	model_run("short_eagain: every transfer short, every piece -EAGAIN first", arm_short_eagain,
-		  250);
+		  400);
 	for (unsigned i = 0; i < g_nv; i++) {
 		struct fdisk *f = &g_f[i];
 
@@ -640,7 +640,7 @@ static void sc_short_eagain(void)
 
 static void sc_latency(void)
 {
-	model_run("latency: disk I/O delayed 0..3 ms at random", arm_latency, 250);
+	model_run("latency: disk I/O delayed 0..3 ms at random", arm_latency, 400);
 	printf("ok: latency\n");
 }
 

@@ -585,7 +585,7 @@ static void reattach(struct et_model *m, uint64_t *rng)
 
 int main(int argc, char **argv)
 {
-	uint64_t ops = 300, rng;
+	uint64_t ops = 800, rng;
 	struct et_model m;
 	struct pmc_vol_stats all;
 	unsigned wb_every;
