@@ -124,6 +124,33 @@ static void test_refusals(void)
 	printf("ok: refused: %s\n", err.msg);
 	pmc_queue_poll(g_q, 0, 0);
 	T_EQ(g_cb_called, 0);
+	/* settings out of range */
+	{
+		struct pmc_volume_conf vc;
+		struct pmc_wb_conf wb;
+		struct pmc_engine *e2;
+		struct pmc_queue *q2;
+
+		pmc_volume_conf_default(&vc);
+		vc.mode = (enum pmc_mode)7;
+		T_ERR(pmc_engine_set_volume_conf(g_t.e, v->vol, &vc, &err), EINVAL, "mode");
+		pmc_volume_conf_default(&vc);
+		vc.admit_after_misses = 100000;
+		T_ERR(pmc_engine_set_volume_conf(g_t.e, v->vol, &vc, &err), EINVAL,
+		      "admit_after_misses");
+		T_ERR(pmc_engine_set_mode(g_t.e, v->vol, (enum pmc_mode)9, &err), EINVAL, "mode");
+		T_ERR(pmc_engine_set_mode(g_t.e, 4000, PMC_MODE_WRITE_BACK, &err), ENOENT, "4000");
+		pmc_wb_conf_default(&wb);
+		wb.low_pct = 80;
+		wb.high_pct = 60;
+		T_ERR(pmc_engine_create(g_t.c, &wb, &e2, &err), EINVAL, "low");
+		pmc_wb_conf_default(&wb);
+		wb.max_io_bytes = 1000;
+		T_ERR(pmc_engine_create(g_t.c, &wb, &e2, &err), EINVAL, "max_io_bytes");
+		T_ERR(pmc_queue_create(g_t.e, 0, &q2, &err), EINVAL, "depth");
+		T_TRUE(pmc_engine_volume_error(g_t.e, 4000) == 0);
+		T_TRUE(pmc_engine_flush_all(g_t.e, g_q, 4000, NULL, NULL, &err) < 0);
+	}
 	/* the last block, exactly, is fine */
 	T_EQ(et_io(g_t.e, g_q, g_wbq, PMC_REQ_READ, v->vol, v->nblocks - 1, 1, buf, 0), 0);
 	T_EQ(et_version(buf, v->tag, v->nblocks - 1), 0);
