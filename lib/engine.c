@@ -70,6 +70,7 @@
 #define WB_SCAN 4096u		/* descriptors swept per write-back step */
 #define WB_BACKOFF_MAX_MS 60000u
 #define NO_BLK UINT64_MAX
+#define HIT_BLK (UINT64_MAX - 1) /* read: served from pmem already */
 
 struct pmc_evol {
 	struct pmc_disk *disk;	/* NULL: not attached */
@@ -104,7 +105,8 @@ struct wb_io {
 	uint64_t start_ns;
 	uint64_t *blk;		/* [max_io_blocks] */
 	struct iovec *iov;	/* [max_io_blocks] */
-	struct wb_io *next;
+	struct wb_io *next;	/* free list */
+	struct wb_io *fnext, **fprev; /* in-flight list (dw_lock) */
 };
 
 struct wb_item {
@@ -125,11 +127,18 @@ struct pmc_engine {
 	struct pmc_wb_conf wb;	/* under lock; copied by each step */
 	struct pmc_evol *vols;	/* [max_volumes] */
 	struct pmc_queue *queues; /* under lock */
+	struct pmc_vol_stats *retired; /* [nvols] counted by destroyed queues (lock) */
 	atomic_uint_fast64_t last_fg_ns;
 	int told_fixed;		/* logged which I/O path is in use (under lock) */
 	atomic_uchar ghost[GHOST_SLOTS];
 	/* write-back, owned by the thread in writeback_step (wb_lock) */
 	pthread_mutex_t wb_lock;
+	/* write-back writes in flight, by block range: no other disk write of
+	 * those blocks may be issued before they complete, or the disk could
+	 * end up with the older data under a block marked clean */
+	pthread_mutex_t dw_lock;
+	struct wb_io *wb_flying;
+	struct pmc_req_ctx *around_flying;
 	uint64_t wb_cursor;
 	int wb_active;		/* between the watermarks */
 	unsigned wb_inflight;
@@ -156,6 +165,9 @@ struct pmc_req_ctx {
 	struct pmc_io *io;	/* [max_req_blocks] */
 	struct iovec *iov;	/* [max_req_blocks] */
 	uint32_t nio;
+	/* write-around in flight over [lba, lba + n): write-back stays off it */
+	int around;
+	struct pmc_req_ctx *anext, **aprev; /* e->around_flying (dw_lock) */
 	struct pmc_req_ctx *next;
 };
 
@@ -167,6 +179,7 @@ struct pmc_queue {
 	struct pmc_req_ctx *free;
 	struct pmc_req_ctx *waiting, *waiting_tail; /* no free block: retried */
 	struct pmc_req_ctx *done;		    /* complete from poll */
+	struct pmc_io *held, *held_tail;	    /* disk writes waiting on write-back, FIFO */
 	struct pmc_req **pending;		    /* no free context yet: FIFO */
 	unsigned npending, pend_head;
 	unsigned busy;				    /* contexts in use */
@@ -307,7 +320,9 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 	e->vols = calloc(nvols, sizeof(*e->vols));
 	e->wb_oldest = calloc(nvols, sizeof(*e->wb_oldest));
 	e->items = calloc(WB_BATCH, sizeof(*e->items));
-	if (!e->vols || !e->wb_oldest || !e->items) {
+	e->retired = calloc(nvols, sizeof(*e->retired));
+	if (!e->vols || !e->wb_oldest || !e->items || !e->retired) {
+		free(e->retired);
 		free(e->vols);
 		free(e->wb_oldest);
 		free(e->items);
@@ -324,6 +339,7 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 	e->wb_force_vol = UINT32_MAX;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->wb_lock, NULL);
+	pthread_mutex_init(&e->dw_lock, NULL);
 	for (uint32_t i = 0; i < nvols; i++)
 		e->wb_oldest[i] = UINT64_MAX;
 	*out = e;
@@ -356,6 +372,8 @@ void pmc_engine_destroy(struct pmc_engine *e)
 	}
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->wb_lock);
+	pthread_mutex_destroy(&e->dw_lock);
+	free(e->retired);
 	free(e->vols);
 	free(e->wb_oldest);
 	free(e->items);
@@ -871,6 +889,11 @@ unsigned pmc_queue_busy(struct pmc_queue *q)
 	return q->busy + q->npending + pmc_ring_busy(q->ring);
 }
 
+static int queue_has_held(struct pmc_queue *q)
+{
+	return q->held != NULL;
+}
+
 int pmc_queue_eventfd(struct pmc_queue *q)
 {
 	return pmc_ring_eventfd(q->ring);
@@ -902,9 +925,8 @@ void pmc_queue_destroy(struct pmc_queue *q)
 		}
 	}
 	/* keep what this queue counted */
-	if (e->queues)
-		for (uint32_t i = 0; i < e->nvols; i++)
-			pmc_stats_add(&e->queues->stats[i], &q->stats[i]);
+	for (uint32_t i = 0; i < e->nvols; i++)
+		pmc_stats_add(&e->retired[i], &q->stats[i]);
 	pthread_mutex_unlock(&e->lock);
 	pmc_ring_destroy(q->ring);
 	for (unsigned i = 0; i < q->depth; i++)
@@ -917,10 +939,13 @@ void pmc_queue_destroy(struct pmc_queue *q)
 
 /* --- request completion --- */
 
+static void around_leave(struct pmc_req_ctx *x);
+
 static void req_finish(struct pmc_req_ctx *x)
 {
 	struct pmc_queue *q = x->q;
 
+	around_leave(x);
 	x->next = q->done;
 	q->done = x;
 }
@@ -987,7 +1012,7 @@ static void read_io_done(struct pmc_io *io, int res)
 	for (uint32_t i = first; i < end; i++) {
 		uint64_t blk = x->blk[i];
 
-		if (blk == NO_BLK)
+		if (blk == NO_BLK || blk == HIT_BLK)
 			continue;
 		if (res == 0) {
 			/* -EEXIST/-ESTALE: a write got there first; the block is dropped */
@@ -1054,14 +1079,18 @@ static void start_read(struct pmc_req_ctx *x)
 		uint64_t blk;
 
 		x->blk[i] = NO_BLK;
-		if (e->c && pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, NULL) == 0) {
+		if (!e->c)
+			continue;
+		/* the fill snapshot precedes the lookup: any write of the block
+		 * after the miss was seen (even one written back and evicted
+		 * since) then keeps the fill out */
+		x->snap[i] = pmc_cache_fill_seq(e->c, req->vol, x->lba + i);
+		if (pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, NULL) == 0) {
 			memcpy((char *)req->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk),
 			       e->bs);
 			pmc_cache_unpin(e->c, blk);
 			hits++;
-			x->snap[i] = 1; /* hit */
-		} else {
-			x->snap[i] = 0;
+			x->blk[i] = HIT_BLK;
 		}
 	}
 	STAT_ADD(st, read_hit_blocks, hits);
@@ -1079,7 +1108,7 @@ static void start_read(struct pmc_req_ctx *x)
 	x->path = PMC_LAT_READ_MISS;
 	/* runs of misses: admitted blocks read into pmem, others into buf */
 	for (i = 0; i <= x->n; i++) {
-		int miss = i < x->n && x->snap[i] == 0;
+		int miss = i < x->n && x->blk[i] == NO_BLK;
 		int adm = 0;
 
 		if (miss && !bypass && admit_block(e, v, req->vol, x->lba + i)) {
@@ -1087,7 +1116,6 @@ static void start_read(struct pmc_req_ctx *x)
 
 			if (pmc_cache_alloc(e->c, 1, &blk) == 0) {
 				x->blk[i] = blk;
-				x->snap[i] = pmc_cache_fill_seq(e->c, req->vol, x->lba + i);
 				adm = 1;
 			}
 		}
@@ -1107,6 +1135,110 @@ static void start_read(struct pmc_req_ctx *x)
 	sub_done(x);
 }
 
+/* --- ordering of disk writes --- */
+
+/* a write-back write of any block of [lba, lba + n) is in flight; dw_lock */
+static int wb_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
+{
+	for (struct wb_io *w = e->wb_flying; w; w = w->fnext)
+		if (w->vol == vol && w->lba < lba + n && lba < w->lba + w->n)
+			return 1;
+	return 0;
+}
+
+/* a write-around of any block of the range is in flight; dw_lock */
+static int around_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
+{
+	for (struct pmc_req_ctx *x = e->around_flying; x; x = x->anext)
+		if (x->req->vol == vol && x->lba < lba + n && lba < x->lba + x->n)
+			return 1;
+	return 0;
+}
+
+static void around_enter(struct pmc_req_ctx *x)
+{
+	struct pmc_engine *e = x->q->e;
+
+	if (x->around || !e->c)
+		return;
+	pthread_mutex_lock(&e->dw_lock);
+	x->anext = e->around_flying;
+	x->aprev = &e->around_flying;
+	if (e->around_flying)
+		e->around_flying->aprev = &x->anext;
+	e->around_flying = x;
+	x->around = 1;
+	pthread_mutex_unlock(&e->dw_lock);
+}
+
+static void around_leave(struct pmc_req_ctx *x)
+{
+	struct pmc_engine *e = x->q->e;
+
+	if (!x->around)
+		return;
+	pthread_mutex_lock(&e->dw_lock);
+	*x->aprev = x->anext;
+	if (x->anext)
+		x->anext->aprev = x->aprev;
+	x->around = 0;
+	pthread_mutex_unlock(&e->dw_lock);
+}
+
+static int wb_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
+{
+	int r;
+
+	if (!e->c)
+		return 0;
+	pthread_mutex_lock(&e->dw_lock);
+	r = wb_overlap_locked(e, vol, lba, n);
+	pthread_mutex_unlock(&e->dw_lock);
+	return r;
+}
+
+/*
+ * Issue a foreground disk write, or hold it on the queue until no
+ * write-back write of its blocks is in flight (that older data must land
+ * first). The caller has already replaced or dropped the cached copies, so
+ * no write-back of older data can start after this check (see wb_claim).
+ */
+static int must_hold(struct pmc_queue *q, struct pmc_io *io)
+{
+	struct pmc_engine *e = q->e;
+	struct pmc_req_ctx *x = io->priv;
+
+	return wb_overlap(e, x->req->vol, io->off / e->bs, io->len / e->bs);
+}
+
+/* held writes leave in the order they came: a later write of the same
+ * blocks must not overtake an earlier one */
+static void disk_write_issue(struct pmc_queue *q, struct pmc_io *io)
+{
+	if (q->held || must_hold(q, io)) {
+		io->next = NULL;
+		if (q->held_tail)
+			q->held_tail->next = io;
+		else
+			q->held = io;
+		q->held_tail = io;
+		return;
+	}
+	pmc_ring_submit(q->ring, io);
+}
+
+static void retry_held(struct pmc_queue *q)
+{
+	while (q->held && !must_hold(q, q->held)) {
+		struct pmc_io *io = q->held;
+
+		q->held = io->next;
+		if (!q->held)
+			q->held_tail = NULL;
+		pmc_ring_submit(q->ring, io);
+	}
+}
+
 /* --- writes --- */
 
 static void disk_write(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int from_pmem,
@@ -1119,8 +1251,10 @@ static void around_done(struct pmc_io *io, int res)
 	struct pmc_req *req = x->req;
 	uint64_t first = io->off / e->bs;
 
-	/* again: a fill that read the old data before this write landed */
-	inval(e, req->vol, first, (uint32_t)(io->len / e->bs));
+	/* the new data is on the disk: drop the older cached copy, and any
+	 * fill that read the disk before this write landed (fill sequence) */
+	if (res == 0)
+		inval(e, req->vol, first, (uint32_t)(io->len / e->bs));
 	if (res) {
 		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
 		volume_failed(e, req->vol, res, "write");
@@ -1130,13 +1264,37 @@ static void around_done(struct pmc_io *io, int res)
 }
 
 /* blocks [start, end) of x to the disk, from the request buffer */
+/*
+ * Blocks [start, end) of x to the disk, from the request buffer. A cached
+ * copy of those blocks, possibly the only durable one of an acknowledged
+ * write, is dropped only after the new data is durable on the disk
+ * (RWF_DSYNC whenever a dirty copy is cached), and write-back stays off the
+ * range meanwhile, so older data can never land after the new data.
+ */
+static int dirty_cached(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n)
+{
+	for (uint32_t i = 0; e->c && i < n; i++) {
+		enum pmc_block_state st;
+		uint64_t blk;
+
+		if (pmc_cache_lookup_pin(e->c, vol, lba + i, &blk, &st) == 0) {
+			pmc_cache_unpin(e->c, blk);
+			if (st == PMC_BLK_DIRTY)
+				return 1;
+		}
+	}
+	return 0;
+}
+
 static void write_around(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
 {
 	struct pmc_engine *e = x->q->e;
 	struct pmc_req *req = x->req;
-	int dsync = (req->flags & PMC_REQ_FUA) || atomic_load(&e->vols[req->vol].no_volatile);
+	int dsync;
 
-	inval(e, req->vol, x->lba + start, end - start);
+	around_enter(x);
+	dsync = (req->flags & PMC_REQ_FUA) || atomic_load(&e->vols[req->vol].no_volatile) ||
+		dirty_cached(e, req->vol, x->lba + start, end - start);
 	if (!dsync)
 		atomic_store(&e->vols[req->vol].disk_unsynced, 1);
 	STAT_ADD(&x->q->stats[req->vol], write_disk_blocks, end - start);
@@ -1197,7 +1355,7 @@ static void disk_write(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int 
 		io->iovcnt = 1;
 	}
 	x->pending++;
-	pmc_ring_submit(x->q->ring, io);
+	disk_write_issue(x->q, io);
 }
 
 static void park(struct pmc_req_ctx *x)
@@ -1299,6 +1457,12 @@ static void start_write(struct pmc_req_ctx *x)
 	if (atomic_load(&v->draining) && mode == PMC_MODE_WRITE_BACK)
 		mode = PMC_MODE_WRITE_AROUND; /* leaving write-back: no new dirty data */
 	x->pending = 1;
+	if (x->q->waiting) {
+		/* writes leave in the order they came: behind the waiting ones */
+		x->path = PMC_LAT_WRITE_PMEM;
+		park(x);
+		return;
+	}
 	switch (mode) {
 	case PMC_MODE_WRITE_BACK:
 		x->path = PMC_LAT_WRITE_PMEM;
@@ -1333,6 +1497,7 @@ static void resume_write(struct pmc_req_ctx *x)
 		sub_done(x);
 		return;
 	}
+	x->path = mode == PMC_MODE_WRITE_THROUGH ? PMC_LAT_WRITE_DISK : PMC_LAT_WRITE_PMEM;
 	if (write_cached(x, mode == PMC_MODE_WRITE_THROUGH)) {
 		park(x);
 		return;
@@ -1534,6 +1699,7 @@ static int run_done(struct pmc_queue *q)
 	return n;
 }
 
+/* in order; once one must wait again, the later ones wait behind it */
 static void retry_waiting(struct pmc_queue *q)
 {
 	struct pmc_req_ctx *x = q->waiting;
@@ -1542,7 +1708,10 @@ static void retry_waiting(struct pmc_queue *q)
 	while (x) {
 		struct pmc_req_ctx *next = x->next;
 
-		resume_write(x);
+		if (q->waiting)
+			park(x);
+		else
+			resume_write(x);
 		x = next;
 	}
 }
@@ -1559,6 +1728,8 @@ int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns)
 			/* nothing signalled: fine */
 		}
 		n = run_done(q);
+		if (q->held)
+			retry_held(q);
 		if (q->waiting) {
 			/* writes wait for free blocks: make sure write-back runs */
 			pmc_engine_writeback_step(q->e, q);
@@ -1571,7 +1742,7 @@ int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns)
 			return n;
 		if (timeout_ns && pmc_mono_ns() - start >= timeout_ns)
 			return 0;
-		if (q->waiting && !pmc_ring_busy(q->ring)) {
+		if ((q->waiting || queue_has_held(q)) && !pmc_ring_busy(q->ring)) {
 			/* only free blocks can wake these: look again shortly */
 			struct timespec ts = {0, 1000000};
 
@@ -1626,6 +1797,11 @@ static void wb_done(struct pmc_io *io, int res)
 		pmc_cache_unpin(e->c, w->blk[i]);
 	}
 	stat_lat(st, PMC_LAT_WRITEBACK, w->start_ns);
+	pthread_mutex_lock(&e->dw_lock);
+	*w->fprev = w->fnext;
+	if (w->fnext)
+		w->fnext->fprev = w->fprev;
+	pthread_mutex_unlock(&e->dw_lock);
 	/* any queue may run write-back: its state is under wb_lock */
 	pthread_mutex_lock(&e->wb_lock);
 	if (res == 0) {
@@ -1723,6 +1899,46 @@ static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns
 		n++;
 	}
 	return n;
+}
+
+/*
+ * Enter w in the in-flight list unless another write-back write of its
+ * blocks is in flight, then check that each block is still the live dirty
+ * copy: a foreground write that replaced or dropped one before looking at
+ * the list (it then did not see w) is caught here, and w is dropped. 0: w
+ * may be submitted; -EBUSY: not now (w left out of the list).
+ */
+static int wb_claim(struct pmc_engine *e, struct wb_io *w)
+{
+	pthread_mutex_lock(&e->dw_lock);
+	if (wb_overlap_locked(e, w->vol, w->lba, w->n) ||
+	    around_overlap_locked(e, w->vol, w->lba, w->n)) {
+		pthread_mutex_unlock(&e->dw_lock);
+		return -EBUSY;
+	}
+	w->fnext = e->wb_flying;
+	w->fprev = &e->wb_flying;
+	if (e->wb_flying)
+		e->wb_flying->fprev = &w->fnext;
+	e->wb_flying = w;
+	pthread_mutex_unlock(&e->dw_lock);
+	for (uint32_t i = 0; i < w->n; i++) {
+		uint64_t blk;
+		enum pmc_block_state st;
+		int live = pmc_cache_lookup_pin(e->c, w->vol, w->lba + i, &blk, &st) == 0;
+
+		if (live)
+			pmc_cache_unpin(e->c, blk);
+		if (!live || blk != w->blk[i] || st != PMC_BLK_DIRTY) {
+			pthread_mutex_lock(&e->dw_lock);
+			*w->fprev = w->fnext;
+			if (w->fnext)
+				w->fnext->fprev = w->fprev;
+			pthread_mutex_unlock(&e->dw_lock);
+			return -EBUSY;
+		}
+	}
+	return 0;
 }
 
 static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_io *w)
@@ -1829,6 +2045,13 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 			w->blk[w->n++] = blk;
 			if (i < n && e->items[i].vol == vol && e->items[i].lba == lba + w->n - 1)
 				i++;
+		}
+		if (wb_claim(e, w)) {
+			for (uint32_t k = 0; k < w->n; k++)
+				pmc_cache_unpin(e->c, w->blk[k]);
+			w->next = e->wb_free;
+			e->wb_free = w;
+			continue;
 		}
 		wb_submit(e, q, w);
 		started++;
@@ -1939,6 +2162,9 @@ int pmc_engine_stats(struct pmc_engine *e, uint32_t vol, struct pmc_vol_stats *o
 			if (vol == UINT32_MAX || vol == i)
 				pmc_stats_add(out, &q->stats[i]);
 	}
+	for (uint32_t i = 0; i < e->nvols; i++)
+		if (vol == UINT32_MAX || vol == i)
+			pmc_stats_add(out, &e->retired[i]);
 	pthread_mutex_unlock(&e->lock);
 	for (uint32_t i = 0; i < e->nvols; i++)
 		if (e->vols[i].disk && (vol == UINT32_MAX || vol == i))
