@@ -87,6 +87,7 @@ struct pmc_evol {
 	atomic_int error;	/* sticky first disk error, positive errno */
 	atomic_uint_fast64_t retry_at_ns;
 	atomic_uint backoff_ms;
+	atomic_uint fail_streak; /* write-back failures in a row */
 	atomic_int disk_unsynced; /* disk writes without RWF_DSYNC since the last flush */
 	atomic_int no_volatile;	/* the device promised no volatile cache: always DSYNC */
 	atomic_uint_fast64_t seq_next; /* sequential read detection: next expected offset */
@@ -1514,6 +1515,9 @@ static void simple_done(struct pmc_io *io, int res)
 
 	if (req->op == PMC_REQ_DISCARD)
 		inval(x->q->e, req->vol, x->lba, x->n);
+	if (res && req->op == PMC_REQ_FLUSH)
+		/* nothing is known durable: the next flush must sync again */
+		atomic_store(&x->q->e->vols[req->vol].disk_unsynced, 1);
 	if (res) {
 		volume_failed(x->q->e, req->vol, res, req->op == PMC_REQ_FLUSH ? "flush" : "discard");
 		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
@@ -1810,9 +1814,11 @@ static void wb_done(struct pmc_io *io, int res)
 		STAT_ADD(st, wb_bytes, (uint64_t)w->n * e->bs);
 		STAT_ADD(st, wb_merged_blocks, w->n - 1);
 		atomic_store(&v->backoff_ms, 0);
+		atomic_store(&v->fail_streak, 0);
 	} else {
 		unsigned b = atomic_load(&v->backoff_ms);
 
+		atomic_fetch_add(&v->fail_streak, 1);
 		STAT_ADD(st, wb_errors, 1);
 		volume_failed(e, w->vol, res, "write-back");
 		b = b ? (b * 2 > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : b * 2) : e->wb.retry_ms;
@@ -2065,12 +2071,19 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 			 struct pmc_err *err)
 {
 	uint64_t last_left = UINT64_MAX;
+	unsigned *streak0;
 	int rc = 0;
 
 	if (vol != UINT32_MAX && !evol(e, vol))
 		return pmc_err_set(err, ENOENT, "volume slot %u: not attached", vol);
 	if (!e->c)
 		return 0; /* nothing is cached */
+	/* give up on a volume only after it failed 3 more times in a row here */
+	streak0 = calloc(e->nvols, sizeof(*streak0));
+	if (!streak0)
+		return pmc_err_set(err, ENOMEM, "flush: out of memory");
+	for (uint32_t i = 0; i < e->nvols; i++)
+		streak0[i] = atomic_load(&e->vols[i].fail_streak);
 	pthread_mutex_lock(&e->wb_lock);
 	e->wb_force = 1;
 	e->wb_force_vol = vol;
@@ -2103,8 +2116,8 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 		for (uint32_t i = 0; i < e->nvols; i++) {
 			struct pmc_evol *v = &e->vols[i];
 
-			if (v->disk && (vol == UINT32_MAX || vol == i) && atomic_load(&v->error) &&
-			    atomic_load(&v->backoff_ms) >= 4 * (e->wb.retry_ms ? e->wb.retry_ms : 1)) {
+			if (v->disk && (vol == UINT32_MAX || vol == i) &&
+			    atomic_load(&v->fail_streak) >= streak0[i] + 3) {
 				rc = pmc_err_set(err, EIO,
 						 "volume %s: disk %s keeps failing (%s); %" PRIu64
 						 " dirty blocks stay in the cache",
@@ -2118,6 +2131,7 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 			break;
 		last_left = left;
 	}
+	free(streak0);
 	while (pmc_queue_busy(q))
 		pmc_queue_poll(q, 1, 10000000ull);
 	pthread_mutex_lock(&e->wb_lock);
