@@ -1870,7 +1870,7 @@ static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns
 	for (unsigned k = 0; k < WB_SCAN && n < want; k++) {
 		uint64_t i = e->wb_cursor;
 		struct pmc_desc *d = &c->descs[i];
-		uint64_t st, lba, birth;
+		uint64_t st, lba, birth, volgen, gs;
 		uint32_t vol;
 
 		e->wb_cursor = (i + 1) % c->nr_blocks;
@@ -1885,10 +1885,16 @@ static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns
 		st = pmc_load64(&d->state) & 0xff;
 		if (st != PMC_BLK_DIRTY)
 			continue;
+		/* unlocked: word by word with atomic loads (publish stores the key
+		 * the same way); wb_pin checks the block under its lock later */
 		lba = __atomic_load_n(&d->lba, __ATOMIC_RELAXED);
-		vol = (uint32_t)__atomic_load_n((uint64_t *)&d->vol, __ATOMIC_RELAXED);
+		volgen = __atomic_load_n((uint64_t *)&d->vol, __ATOMIC_RELAXED);
 		birth = __atomic_load_n(&d->birth_ns, __ATOMIC_RELAXED);
-		if (vol >= c->max_volumes || !pmc_desc_live(c, d))
+		vol = (uint32_t)volgen;
+		if (vol >= c->max_volumes)
+			continue;
+		gs = pmc_load64(&c->vols[vol].gen_state);
+		if (PMC_VOL_STATE(gs) != PMC_VOL_ACTIVE || (uint32_t)PMC_VOL_GEN(gs) != volgen >> 32)
 			continue;
 		if (birth < e->wb_oldest[vol])
 			e->wb_oldest[vol] = birth;
