@@ -7,7 +7,8 @@
 #   3. the daemon SIGKILLed KILLS times during fio writes (default 5):
 #      restarted, the devices never disappear, fio's verify passes;
 #   4. a graceful stop removes the devices; a restart serves the same data;
-#   5. removing a volume at run time leaves all its data on its NVMe disk;
+#   5. removing a volume at run time leaves all its data on its NVMe disk,
+#      and adding it back at run time serves the same data;
 #   6. a backing disk smaller than the volume is refused, nothing changed.
 # and on the way: fio verify in all four modes switched at run time, and
 # malformed or oversized control requests answered with errors.
@@ -113,6 +114,14 @@ echo "$out" | grep -q '"ok":false' && ok "oversized request refused" || bad "ove
 pmc-vm-ctl "$SOCK" '{"cmd":"status"}' | grep -q '"ok":true' && ok "daemon still answers" ||
 	bad "daemon stopped answering"
 
+# SIGHUP reloads the run-time tunables from the file
+sed -i 's/^queues = { count = 2; depth = 64; };/queues = { count = 2; depth = 64; };\nwriteback = { high_pct = 77; low_pct = 33; };/' "$CONF"
+kill -HUP $PID
+sleep 1
+out=$(pmc-vm-ctl "$SOCK" '{"cmd":"get","key":"writeback.high_pct"}')
+echo "$out" | grep -q '77' && ok "SIGHUP reloaded writeback.high_pct: $out" || bad "reload: $out"
+grep -q "reloaded run-time tunables" "$LOG" && ok "reload logged" || bad "reload not logged"
+
 # --- 3. SIGKILL during fio ----------------------------------------------
 for k in $(seq 1 "$KILLS"); do
 	fio --name=kill$k --filename=/dev/ublkb0 --ioengine=io_uring --direct=1 --rw=randwrite \
@@ -160,6 +169,11 @@ echo "$out" | grep -q '"ok":true' && ok "volume-remove: $out" || bad "volume-rem
 [ -e /dev/ublkb0 ] && bad "ublkb0 still there after remove"
 dd if="$D0" of=/tmp/back bs=1M skip=100 count=8 iflag=direct 2>/dev/null
 cmp /tmp/pat /tmp/back && ok "vol0's data is on $D0 byte for byte" || bad "data missing on $D0"
+# and added back at run time: a new device over the same disk and data
+out=$(pmc-vm-ctl "$SOCK" "{\"cmd\":\"volume-add\",\"name\":\"vol0\",\"disk\":\"$D0\",\"ublk_id\":0}" 2>&1)
+echo "$out" | grep -q '"ok":true' && ok "volume-add at run time" || bad "volume-add: $out"
+dd if=/dev/ublkb0 of=/tmp/back2 bs=1M skip=100 count=8 iflag=direct 2>/dev/null
+cmp /tmp/pat /tmp/back2 && ok "re-added vol0 serves the same data" || bad "re-added vol0 differs"
 
 # --- 6. a backing disk smaller than the volume recorded in the cache ------
 kill -TERM $PID
