@@ -1032,35 +1032,46 @@ static void read_io_done(struct pmc_io *io, int res)
 	sub_done(x);
 }
 
-/* blocks [start, end) of x from the disk: into pinned cache blocks when
- * admitted, else straight into the request buffer */
-static void submit_run(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int admitted)
+/*
+ * The next sub-I/O of x, for blocks [start, end): to or from the pinned
+ * cache blocks x->blk[] (pmem), or the request buffer. Counted in pending.
+ */
+static struct pmc_io *req_io(struct pmc_req_ctx *x, enum pmc_io_op op, uint32_t start,
+			     uint32_t end, int pmem, void (*cb)(struct pmc_io *, int))
 {
 	struct pmc_engine *e = x->q->e;
 	struct pmc_req *req = x->req;
 	struct pmc_io *io = &x->io[x->nio++];
 
 	memset(io, 0, sizeof(*io));
-	io->op = PMC_IO_READ;
+	io->op = op;
 	io->disk = e->vols[req->vol].disk;
 	io->off = (x->lba + start) * e->bs;
 	io->len = (uint64_t)(end - start) * e->bs;
-	io->cb = read_io_done;
+	io->cb = cb;
 	io->priv = x;
-	if (admitted) {
+	io->iov = &x->iov[start];
+	if (pmem) {
 		for (uint32_t i = start; i < end; i++) {
 			x->iov[i].iov_base = pmc_cache_block_data(e->c, x->blk[i]);
 			x->iov[i].iov_len = e->bs;
 		}
-		io->iov = &x->iov[start];
 		io->iovcnt = (int)(end - start);
 	} else {
 		x->iov[start].iov_base = (char *)req->buf + (size_t)start * e->bs;
 		x->iov[start].iov_len = io->len;
-		io->iov = &x->iov[start];
 		io->iovcnt = 1;
 	}
 	x->pending++;
+	return io;
+}
+
+/* blocks [start, end) of x from the disk: into pinned cache blocks when
+ * admitted, else straight into the request buffer */
+static void submit_run(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int admitted)
+{
+	struct pmc_io *io = req_io(x, PMC_IO_READ, start, end, admitted, read_io_done);
+
 	pmc_ring_submit(x->q->ring, io);
 }
 
@@ -1328,34 +1339,11 @@ static void through_done(struct pmc_io *io, int res)
 static void disk_write(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int from_pmem,
 		       int dsync, void (*cb)(struct pmc_io *, int))
 {
-	struct pmc_engine *e = x->q->e;
-	struct pmc_req *req = x->req;
-	struct pmc_io *io = &x->io[x->nio++];
+	struct pmc_io *io = req_io(x, PMC_IO_WRITE, start, end, from_pmem, cb);
 
-	memset(io, 0, sizeof(*io));
-	io->op = PMC_IO_WRITE;
-	io->disk = e->vols[req->vol].disk;
-	io->off = (x->lba + start) * e->bs;
-	io->len = (uint64_t)(end - start) * e->bs;
 	io->rw_flags = dsync ? RWF_DSYNC : 0;
-	io->cb = cb;
-	io->priv = x;
-	if (from_pmem) {
-		/* write-through: the same blocks went into pmem too */
-		STAT_ADD(&x->q->stats[req->vol], write_disk_blocks, end - start);
-		for (uint32_t i = start; i < end; i++) {
-			x->iov[i].iov_base = pmc_cache_block_data(e->c, x->blk[i]);
-			x->iov[i].iov_len = e->bs;
-		}
-		io->iov = &x->iov[start];
-		io->iovcnt = (int)(end - start);
-	} else {
-		x->iov[start].iov_base = (char *)req->buf + (size_t)start * e->bs;
-		x->iov[start].iov_len = io->len;
-		io->iov = &x->iov[start];
-		io->iovcnt = 1;
-	}
-	x->pending++;
+	if (from_pmem) /* write-through: the same blocks went into pmem too */
+		STAT_ADD(&x->q->stats[x->req->vol], write_disk_blocks, end - start);
 	disk_write_issue(x->q, io);
 }
 
