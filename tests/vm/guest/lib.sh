@@ -108,3 +108,18 @@ setup_peer_pmem() {
 wipe() {
 	dd if=/dev/zero of="$1" bs=1M count="${2:-1}" oflag=direct 2>/dev/null
 }
+
+# pmcached_start CONF LOG: start pmcached in the background (its pid in
+# PID), appending to LOG, and wait until LOG has one more "ready:" line
+# than before. Returns 1 if the daemon exited or took over 2 minutes.
+pmcached_start() {
+	_n=$(grep -c "ready:" "$2" 2>/dev/null) || _n=0
+	pmcached -c "$1" >>"$2" 2>&1 &
+	PID=$!
+	for _i in $(seq 1 600); do
+		[ "$(grep -c "ready:" "$2")" -gt "$_n" ] && return 0
+		kill -0 $PID 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}

@@ -37,17 +37,8 @@ volumes = (
 EOC
 }
 
-# wait until the daemon logs another "ready" (or dies); the log is kept
 start() {
-	_n=$(grep -c "ready:" "$LOG")
-	pmcached -c "$CONF" >>"$LOG" 2>&1 &
-	PID=$!
-	for _i in $(seq 1 600); do
-		[ "$(grep -c "ready:" "$LOG")" -gt "$_n" ] && return 0
-		kill -0 $PID 2>/dev/null || { tail -5 "$LOG"; return 1; }
-		sleep 0.2
-	done
-	return 1
+	pmcached_start "$CONF" "$LOG"
 }
 
 # --- 1. bad input -------------------------------------------------------

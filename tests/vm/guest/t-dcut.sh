@@ -18,14 +18,8 @@ state_dir = "/tmp/pmcache-state";
 control = { socket = "/tmp/pmcached.sock"; };
 volumes = ( { name = "vol0"; disk = "$D0"; mode = "write-back"; ublk_id = 0; } );
 EOC
-pmcached -c /tmp/pmcached.conf >/tmp/pmcached.log 2>&1 &
-PID=$!
-for i in $(seq 1 600); do
-	grep -q "ready:" /tmp/pmcached.log && break
-	kill -0 $PID 2>/dev/null || break
-	sleep 0.2
-done
-grep -q "ready:" /tmp/pmcached.log || { bad "pmcached did not start"; cat /tmp/pmcached.log; exit 1; }
+pmcached_start /tmp/pmcached.conf /tmp/pmcached.log ||
+	{ bad "pmcached did not start"; cat /tmp/pmcached.log; exit 1; }
 grep -E "restart|ready" /tmp/pmcached.log
 
 chunk() { # I [verify]

@@ -13,13 +13,7 @@ volumes = ( { name = "demo"; disk = "$DISK"; } );
 EOC
 echo "== /tmp/pmcached.conf"
 cat /tmp/pmcached.conf
-pmcached -c /tmp/pmcached.conf >/tmp/pmcached.log 2>&1 &
-PID=$!
-for i in $(seq 1 300); do
-	grep -q "ready:" /tmp/pmcached.log && break
-	kill -0 $PID 2>/dev/null || break
-	sleep 0.2
-done
+pmcached_start /tmp/pmcached.conf /tmp/pmcached.log
 cat /tmp/pmcached.log
 [ -b /dev/ublkb0 ] || { bad "pmcached did not export /dev/ublkb0"; exit 1; }
 echo "== /dev/ublkb0 serves volume demo ($(blockdev --getsize64 /dev/ublkb0) bytes), caching $DISK in $DAX"
