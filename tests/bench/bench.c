@@ -31,6 +31,8 @@
 static const struct bench_cmd cmds[] = {
 	{"core", "DRAM per cache block and restart times of the metadata core (1 GiB vs 8 GiB)",
 	 bench_core},
+	{"engine", "DRAM per cache block with the engine running; pmem-hit throughput vs memcpy",
+	 bench_engine},
 };
 
 #define NR_CMDS (sizeof(cmds) / sizeof(cmds[0]))

@@ -18,6 +18,7 @@ struct bench_cmd {
 
 /* subcommands */
 int bench_core(int argc, char **argv);
+int bench_engine(int argc, char **argv);
 
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t bench_now_ns(void);
