@@ -1,0 +1,37 @@
+#!/bin/bash
+# plot.sh OUT - gnuplot PNGs of a run-peers.sh run: OUT/iops.png (IOPS per
+# job and system) and OUT/latency.png (p50 and p99 latency per job and
+# system), from OUT/iops.dat and OUT/latency.dat written by report.py.
+set -euo pipefail
+OUT=$1
+common='
+set terminal pngcairo size 900,420 font "sans,10"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set key outside right top
+set grid ytics
+set logscale y
+set xtics noenhanced
+set key noenhanced
+'
+gnuplot <<GP
+$common
+set output "$OUT/iops.png"
+set title "IOPS per job (4K jobs; seqwrite is 1 MiB per I/O), log scale - same TCG guest run"
+set ylabel "IOPS"
+plot for [c=2:5] "$OUT/iops.dat" using c:xtic(1) title columnhead
+GP
+gnuplot <<GP
+$common
+set terminal pngcairo size 900,700 font "sans,10"
+set output "$OUT/latency.png"
+set ylabel "microseconds"
+set multiplot layout 2,1
+set title "p50 latency per job (randrw70: reads), log scale"
+plot for [c=2:9:2] "$OUT/latency.dat" using c:xtic(1) title columnhead
+set title "p99 latency per job (randrw70: reads), log scale"
+plot for [c=3:9:2] "$OUT/latency.dat" using c:xtic(1) title columnhead
+unset multiplot
+GP

@@ -1,0 +1,204 @@
+# t-bench.sh [full|smoke] - guest: the same fio jobs on pmcache and its peers,
+# one system after the other on the same NVMe disk (serial 1) and on pmem
+# of the same size (run-peers.sh sets both NVDIMMs to the same size):
+#   pmcache        /dev/ublkb0: pmcached over /dev/dax0.0, one write-back volume
+#   dmwritecache   /dev/mapper/wc: dm-writecache, pmem mode, over the pmem block device
+#   bcache         /dev/bcache0: bcache, writeback, the pmem block device as cache
+#   rawnvme        the NVMe disk itself
+# Jobs (4K unless said, io_uring, O_DIRECT, one job): warm-up (sequential
+# write then read of the working set, not reported), randread_warm (QD32 on
+# the working set), randrw70 (70/30 mix, QD32, same set), randwrite_qd1,
+# randwrite_qd32 (own region), seqwrite_1m (1 MiB, QD4) and then the time
+# to write back a fixed amount of dirty 4K random data (not for rawnvme).
+# fio's JSON goes to /host/out/bench/SYSTEM/JOB.json, the flush time to
+# /host/out/bench/SYSTEM/flush.txt; tests/bench/peers/report.py reads them.
+. /host/lib.sh
+PATH=/host/bin:$PATH
+MODE=${1:-full}
+OUT=/host/out/bench
+SOCK=/tmp/pmcached.sock
+case $MODE in
+full) RT=20 RAMP=2 WS=128 WW=128 SEQ=192 FL=64 ;;
+smoke) RT=2 RAMP=0 WS=16 WW=16 SEQ=32 FL=8 ;;
+*) echo "t-bench: mode full or smoke, not $MODE"; exit 2 ;;
+esac
+# regions of the disk (MiB): working set at 0, random writes at 256,
+# sequential writes at 512, the flush test at 896 (the disk has 1024)
+OFF_WW=256 OFF_SEQ=512 OFF_FL=896
+SYSTEMS=${PMC_BENCH_SYSTEMS:-pmcache dmwritecache bcache rawnvme}
+
+mkdir -p $OUT
+D=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk $(nvme_serial 1)"; exit 1; }
+DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
+
+# the peers' pmem block device: the NVDIMM region of the peer size that does
+# not hold the devdax namespace (both NVDIMMs have the same size here, so
+# lib.sh's setup_peer_pmem, which picks the first region of that size, would
+# reset the devdax one)
+DAXREG=$(readlink -f /sys/bus/dax/devices/dax0.0 | tr / '\n' | grep '^region' | head -n 1)
+PREG=
+for _r in /sys/bus/nd/devices/region*; do
+	[ "$(cat $_r/size)" = "$PMC_VM_PEER_PMEM_BYTES" ] || continue
+	[ "$(basename $_r)" = "$DAXREG" ] && continue
+	PREG=$(basename $_r)
+	break
+done
+[ -n "$PREG" ] || { bad "no second NVDIMM region of $PMC_VM_PEER_PMEM_BYTES bytes (devdax on $DAXREG)"; exit 1; }
+region_reset "$PREG" && ndctl create-namespace -r "$PREG" --mode=fsdax --map=mem >/dev/null ||
+	{ bad "fsdax namespace on $PREG"; exit 1; }
+PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null | head -n 1)")
+[ -b "$PMEM" ] || PMEM=/dev/pmem${PREG#region}
+[ -b "$PMEM" ] || { bad "no pmem block device on $PREG"; exit 1; }
+
+{
+	echo "mode=$MODE runtime_s=$RT ramp_s=$RAMP working_set_mib=$WS randwrite_region_mib=$WW seq_region_mib=$SEQ flush_mib=$FL"
+	echo "kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo) mem_kib=$(awk '/MemTotal/ {print $2}' /proc/meminfo)"
+	echo "fio=$(fio --version)"
+	echo "nvme=$D bytes=$(blockdev --getsize64 $D)"
+	echo "devdax=$DAX region=$DAXREG bytes=$PMC_VM_PMEM_BYTES"
+	echo "peer_pmem=$PMEM region=$PREG bytes=$(blockdev --getsize64 $PMEM)"
+} | tee $OUT/env.txt
+
+# fio_job SYS NAME ARGS...: one fio run, JSON into OUT/SYS/NAME.json
+fio_job() {
+	_s=$1 _n=$2
+	shift 2
+	echo "--- $_s $_n: $*"
+	fio --name="$_n" --filename="$DEV" --ioengine=io_uring --direct=1 --numjobs=1 \
+		--lat_percentiles=1 --percentile_list=50:99:99.9 --output-format=json \
+		--output="$OUT/$_s/$_n.json" "$@" >/dev/null 2>$OUT/$_s/$_n.err ||
+		{ bad "$_s $_n: fio failed: $(tail -n 3 $OUT/$_s/$_n.err)"; return 1; }
+	awk -F: '/"iops"/ { gsub(/[ ,]/, "", $2); if ($2 + 0 > 0) printf "    iops %s\n", $2 }' \
+		"$OUT/$_s/$_n.json" | head -n 2
+}
+timed() { # ARGS: fio time-based arguments
+	echo --time_based --runtime=$RT --ramp_time=$RAMP
+}
+
+# flush_all SYS: write back everything that is dirty and wait for it
+flush_all() {
+	case $1 in
+	pmcache) pmc-vm-ctl $SOCK '{"cmd":"flush"}' | tail -n 1 | grep -q '"ok":true' ;;
+	dmwritecache)
+		dmsetup message wc 0 flush || return 1
+		# the message returns once write-back was issued; wait for it to end
+		for _i in $(seq 1 6000); do
+			set -- $(dmsetup status wc)
+			# 0 SECTORS writecache ERR TOTAL FREE WRITEBACK ...
+			[ "$7" = 0 ] && [ "$5" = "$6" ] && return 0
+			sleep 0.05
+		done
+		return 1 ;;
+	bcache)
+		echo 0 >$BC/writeback_percent
+		for _i in $(seq 1 12000); do
+			case $(cat $BC/dirty_data) in 0 | 0.0k | 0k | 0.0 | 0.0M) break ;; esac
+			sleep 0.05
+		done
+		_dd=$(cat $BC/dirty_data)
+		echo 10 >$BC/writeback_percent
+		case $_dd in 0 | 0.0k | 0k | 0.0 | 0.0M) return 0 ;; esac
+		return 1 ;;
+	esac
+}
+dirty_of() {
+	case $1 in
+	pmcache) pmc-vm-ctl $SOCK '{"cmd":"stats"}' | tail -n 1 | tr ',' '\n' | grep -i dirty | head -n 3 | tr '\n' ' ' ;;
+	dmwritecache) echo "status $(dmsetup status wc)" ;;
+	bcache) echo "dirty_data $(cat $BC/dirty_data)" ;;
+	esac
+}
+
+setup() {
+	case $1 in
+	pmcache)
+		cat >/tmp/pmcached.conf <<EOC
+pmem = { path = "$DAX"; };
+state_dir = "/tmp/pmcache-state";
+control = { socket = "$SOCK"; };
+volumes = ( { name = "vol0"; disk = "$D"; mode = "write-back"; ublk_id = 0; } );
+EOC
+		pmcached_start /tmp/pmcached.conf $OUT/pmcache/pmcached.log || return 1
+		DEV=/dev/ublkb0 ;;
+	dmwritecache)
+		wipe "$PMEM"
+		dmsetup create --noudevsync wc --table "0 $(blockdev --getsz $D) writecache p $D $PMEM 4096 0" ||
+			return 1
+		dmsetup mknodes wc
+		dmsetup table wc
+		DEV=/dev/mapper/wc ;;
+	bcache)
+		wipe "$PMEM"
+		wipe "$D"
+		make-bcache -C "$PMEM" -B "$D" --writeback >/tmp/mb.out 2>&1 || { cat /tmp/mb.out; return 1; }
+		echo "$PMEM" >/sys/fs/bcache/register
+		echo "$D" >/sys/fs/bcache/register
+		for _i in $(seq 1 100); do [ -b /dev/bcache0 ] && break; sleep 0.1; done
+		[ -b /dev/bcache0 ] || return 1
+		BC=/sys/block/bcache0/bcache
+		CSET=$(ls -d /sys/fs/bcache/*-*-*-*-* | head -n 1)
+		# under TCG bcache thinks it is congested and bypasses itself;
+		# sequential I/O would bypass it too
+		echo 0 >$BC/sequential_cutoff
+		echo 0 >$CSET/congested_read_threshold_us
+		echo 0 >$CSET/congested_write_threshold_us
+		grep -q '\[writeback\]' $BC/cache_mode || return 1
+		DEV=/dev/bcache0 ;;
+	rawnvme) DEV=$D ;;
+	esac
+}
+
+teardown() {
+	case $1 in
+	pmcache)
+		kill -TERM $PID
+		for _i in $(seq 1 600); do kill -0 $PID 2>/dev/null || break; sleep 0.2; done
+		wait $PID ;;
+	dmwritecache) dmsetup remove wc ;;
+	bcache)
+		echo 1 >$BC/stop
+		echo 1 >$CSET/stop
+		for _i in $(seq 1 100); do
+			[ -b /dev/bcache0 ] || [ -d "$CSET" ] || break
+			sleep 0.1
+		done
+		sleep 0.5 ;;
+	esac
+	wipe "$D"
+}
+
+for S in $SYSTEMS; do
+	echo "=== $S ($(up) s)"
+	mkdir -p $OUT/$S
+	setup $S || { bad "$S: setup failed"; dmesg | tail -n 5; continue; }
+	ok "$S: $DEV ($(blockdev --getsize64 $DEV) bytes)"
+	# warm-up: the working set is written, then read once
+	fio_job $S warm_write --rw=write --bs=1M --iodepth=8 --offset=0 --size=${WS}M
+	fio_job $S warm_read --rw=read --bs=1M --iodepth=8 --offset=0 --size=${WS}M
+	fio_job $S randread_warm --rw=randread --bs=4k --iodepth=32 --offset=0 --size=${WS}M $(timed)
+	fio_job $S randrw70 --rw=randrw --rwmixread=70 --bs=4k --iodepth=32 --offset=0 --size=${WS}M $(timed)
+	fio_job $S randwrite_qd1 --rw=randwrite --bs=4k --iodepth=1 --offset=${OFF_WW}M --size=${WW}M $(timed)
+	fio_job $S randwrite_qd32 --rw=randwrite --bs=4k --iodepth=32 --offset=${OFF_WW}M --size=${WW}M $(timed)
+	fio_job $S seqwrite_1m --rw=write --bs=1M --iodepth=4 --offset=${OFF_SEQ}M --size=${SEQ}M $(timed)
+	[ $S = pmcache ] && pmc-vm-ctl $SOCK '{"cmd":"stats"}' >$OUT/pmcache/stats.json
+	if [ $S != rawnvme ]; then
+		# write-back of FL MiB of dirty 4K blocks, each written once.
+		# bcache's writeback thread pauses writeback_delay (30 s) after each
+		# pass over its index, and a flush would mostly measure that pause
+		[ $S = bcache ] && echo 0 >$BC/writeback_delay
+		flush_all $S || bad "$S: flush before the flush test failed"
+		fio_job $S flush_fill --rw=randwrite --bs=4k --iodepth=32 --offset=${OFF_FL}M --size=${FL}M
+		echo "dirty before the flush: $(dirty_of $S)"
+		t0=$(up)
+		if flush_all $S; then
+			t1=$(up)
+			echo "flush_mib=$FL flush_s=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")" | tee $OUT/$S/flush.txt
+		else
+			bad "$S: flush failed"
+		fi
+		echo "dirty after the flush: $(dirty_of $S)"
+	fi
+	teardown $S
+done
+echo "=== done ($(up) s)"
+exit $FAIL
