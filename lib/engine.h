@@ -171,7 +171,9 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q);
 /*
  * Write back every dirty block (of one volume, or all with vol = UINT32_MAX)
  * and wait. progress(dirty blocks left, arg) is called as it goes. Fails
- * with -EIO naming the volume if a disk keeps failing.
+ * with -EIO naming the volume if a disk keeps failing. Write-back writes
+ * that other queues started complete only when those queues are polled:
+ * their threads must keep polling meanwhile (the daemon's always do).
  */
 int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol,
 			 void (*progress)(uint64_t left, void *arg), void *arg,
