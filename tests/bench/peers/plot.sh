@@ -5,7 +5,7 @@
 set -euo pipefail
 OUT=$1
 common='
-set terminal pngcairo size 900,420 font "sans,10"
+set terminal pngcairo size 1050,420 font "sans,10"
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.85 border -1
@@ -25,7 +25,7 @@ plot for [c=2:5] "$OUT/iops.dat" using c:xtic(1) title columnhead
 GP
 gnuplot <<GP
 $common
-set terminal pngcairo size 900,700 font "sans,10"
+set terminal pngcairo size 1050,700 font "sans,10"
 set output "$OUT/latency.png"
 set ylabel "microseconds"
 set multiplot layout 2,1

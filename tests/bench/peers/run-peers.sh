@@ -48,7 +48,13 @@ fi
 export PMC_VM_PMEM_MIB=${PMC_BENCH_PMEM_MIB:-512} PMC_VM_PEER_PMEM_MIB=${PMC_BENCH_PMEM_MIB:-512}
 t0=$(date +%s)
 rc=0
-bash "$TOP/tests/vm/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 1500 \
+# a private copy of the runner and the guest scripts: bash reads a script as
+# it runs, so an edit of run-guest.sh during the long run would break it
+RUNNER=$(mktemp -d)
+trap 'rm -rf "$RUNNER"' EXIT
+cp "$TOP/tests/vm/run-guest.sh" "$RUNNER/"
+cp -r "$TOP/tests/vm/guest" "$RUNNER/"
+bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 1500 \
 	-b "$PMCACHED" -b "$CTL" -- sh t-bench.sh "$MODE" || rc=$?
 [ $rc = 77 ] && exit 77
 rm -rf "$OUT"
