@@ -1,0 +1,150 @@
+/* test_cli_args.c - pmcachectl's command line: every command parses, bad
+ * input is refused with one clear line, requests carry what was asked. */
+#include <errno.h>
+#include <stdarg.h>
+
+#include "cli.h"
+#include "config.h"
+#include "t.h"
+
+static int parse(struct pmc_cli_args *a, struct pmc_err *err, ...)
+{
+	char *argv[32];
+	int argc = 0;
+	va_list ap;
+	char *s;
+
+	va_start(ap, err);
+	while ((s = va_arg(ap, char *)) && argc < 32)
+		argv[argc++] = s;
+	va_end(ap);
+	return pmc_cli_parse(argc, argv, a, err);
+}
+#define P(...) parse(&a, &err, __VA_ARGS__, (char *)NULL)
+
+int main(void)
+{
+	struct pmc_cli_args a;
+	struct pmc_err err;
+	struct pmc_ctl_req req;
+
+	T_OK(P("status"));
+	T_EQ(a.cmd, PMC_CLI_STATUS);
+	T_TRUE(!a.json);
+	T_OK(P("--json", "status"));
+	T_TRUE(a.json);
+	T_OK(P("status", "-j", "-s", "/tmp/x.sock"));
+	T_TRUE(a.json && !strcmp(a.socket, "/tmp/x.sock"));
+	T_OK(P("--socket=/tmp/y.sock", "volume", "list"));
+	T_EQ(a.cmd, PMC_CLI_VOLUME_LIST);
+	T_TRUE(!strcmp(a.socket, "/tmp/y.sock"));
+
+	T_OK(P("stats", "vol0", "--watch=0.5", "-n", "3"));
+	T_EQ(a.cmd, PMC_CLI_STATS);
+	T_TRUE(a.watch && a.interval_s == 0.5 && a.count == 3 && !strcmp(a.volume, "vol0"));
+	T_OK(P("stats", "--prometheus"));
+	T_TRUE(a.prometheus && !a.volume);
+	T_ERR(P("stats", "--prometheus", "--json"), EINVAL, "exclude");
+	T_ERR(P("status", "--watch"), EINVAL, "only for stats");
+	T_ERR(P("stats", "--watch=0"), EINVAL, "seconds");
+	T_ERR(P("stats", "a", "b"), EINVAL, "expects 0 to 1");
+	T_ERR(P("stats", "bad/name"), EINVAL, "volume");
+
+	T_OK(P("volume", "add", "v1", "/dev/nvme0n1", "mode=write-through", "seq_cutoff=1M",
+	       "ublk_id=7"));
+	T_EQ(a.cmd, PMC_CLI_VOLUME_ADD);
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_EQ(req.cmd, PMC_CTL_VOLUME_ADD);
+	T_TRUE(!strcmp(req.add.name, "v1") && !strcmp(req.add.disk, "/dev/nvme0n1"));
+	T_EQ(req.add.ublk_id, 7);
+	T_EQ(req.add.vc.seq_cutoff_bytes, 1u << 20);
+	{
+		char *line = pmc_ctl_encode_req(&req);
+
+		T_TRUE(line && strstr(line, "\"mode\":\"write-through\""));
+		printf("ok: %s", line);
+		free(line);
+	}
+	T_OK(P("volume", "add", "v1", "/dev/x", "mode=fast"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "mode");
+	T_OK(P("volume", "add", "v1", "/dev/x", "colour=red"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "not a volume option");
+	T_OK(P("volume", "add", "v1", "dev/x"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "absolute");
+	T_ERR(P("volume", "add", "v1"), EINVAL, "expects 2 to");
+	T_ERR(P("volume"), EINVAL, "add, remove or list");
+	T_ERR(P("volume", "rename"), EINVAL, "add, remove or list");
+
+	T_OK(P("volume", "remove", "v1", "--force"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_EQ(req.cmd, PMC_CTL_VOLUME_REMOVE);
+	T_TRUE(req.force && !strcmp(req.volume, "v1"));
+
+	T_OK(P("set", "-v", "vol0", "mode", "write-around"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_EQ(req.cmd, PMC_CTL_SET);
+	T_TRUE(!strcmp(req.key->key, "mode") && !strcmp(req.volume, "vol0"));
+	T_OK(P("set", "writeback.max_io", "2M"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_EQ(req.value, 2 << 20);
+	T_OK(P("set", "writeback.high_pct", "60"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_EQ(req.value, 60);
+	T_OK(P("set", "writeback.high_pct", "160"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "maximum");
+	T_OK(P("set", "mode", "write-back"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "-v VOLUME");
+	T_OK(P("set", "-v", "vol0", "writeback.high_pct", "50"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "global key");
+	T_OK(P("set", "no.such", "1"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "no such key");
+	T_OK(P("set", "pmem.path", "/dev/dax1.0"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EPERM, "run time");
+	T_OK(P("get", "log.level"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_EQ(req.cmd, PMC_CTL_GET);
+	T_OK(P("get", "volumes"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "no such key");
+
+	T_OK(P("flush"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_TRUE(req.cmd == PMC_CTL_FLUSH && !req.volume[0]);
+	T_OK(P("flush", "vol1"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_TRUE(!strcmp(req.volume, "vol1"));
+
+	T_OK(P("check", "/dev/dax0.0", "--repair"));
+	T_TRUE(a.cmd == PMC_CLI_CHECK && a.repair && !strcmp(a.pos[0], "/dev/dax0.0"));
+	T_ERR(P("status", "--repair"), EINVAL, "only for check");
+	T_OK(P("format", "/tmp/p", "--force", "--block-size", "64K", "--max-volumes=8", "--size",
+	       "1G"));
+	T_TRUE(a.force && a.block_size == 65536 && a.max_volumes == 8 && a.size == 1ull << 30);
+	T_ERR(P("format", "--block-size", "3000"), EINVAL, "power of two");
+	T_OK(P("dump", "--all", "--limit", "5"));
+	T_TRUE(a.all && a.limit == 5);
+	T_OK(P("disks"));
+	T_OK(P("version"));
+	T_OK(P("--help"));
+	T_TRUE(a.help);
+	T_OK(P("status", "--help"));
+	T_TRUE(a.help);
+
+	T_ERR(P(""), EINVAL, "unknown command");
+	T_ERR(P("frobnicate"), EINVAL, "unknown command \"frobnicate\"");
+	T_ERR(P("status", "--bogus"), EINVAL, "unknown option --bogus");
+	T_ERR(P("status", "-s"), EINVAL, "needs a value");
+	T_ERR(P("status", "extra"), EINVAL, "expects 0 to 0");
+	{
+		char *argv[] = {NULL};
+
+		T_ERR(pmc_cli_parse(0, argv, &a, &err), EINVAL, "no command");
+	}
+
+	T_EQ(pmc_cli_exit_of(ENOENT), PMC_EXIT_NOVOLUME);
+	T_EQ(pmc_cli_exit_of(EBUSY), PMC_EXIT_BUSY);
+	T_EQ(pmc_cli_exit_of(EACCES), PMC_EXIT_PERM);
+	T_EQ(pmc_cli_exit_of(ECONNREFUSED), PMC_EXIT_NODAEMON);
+	T_EQ(pmc_cli_exit_of(EIO), PMC_EXIT_FAIL);
+	puts("test_cli_args: ok");
+	return 0;
+}
