@@ -369,8 +369,9 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 			struct pmc_config_value val = {.kind = PMC_CONFIG_V_STRING, .s = a->pos[1]};
 			char *endp;
 
-			if (k->type != PMC_CONFIG_T_INT && k->type != PMC_CONFIG_T_SIZE &&
-			    k->type != PMC_CONFIG_T_WORD)
+			if (!(k->flags & PMC_CONFIG_RUNTIME) ||
+			    (k->type != PMC_CONFIG_T_INT && k->type != PMC_CONFIG_T_SIZE &&
+			     k->type != PMC_CONFIG_T_WORD))
 				return pmc_err_set(err, EPERM,
 						   "%s: cannot change at run time; edit the "
 						   "configuration file and restart",

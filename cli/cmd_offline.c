@@ -178,8 +178,7 @@ static int blkid_sig(blkid_probe pr, char *what, size_t len)
 		return rc < 0 ? -1 : 0;
 	if (!blkid_probe_lookup_value(pr, "TYPE", &type, NULL)) {
 		blkid_probe_lookup_value(pr, "USAGE", &usage, NULL);
-		snprintf(what, len, "a %s signature%s%s", type, usage ? " for " : "",
-			 usage ? usage : "");
+		snprintf(what, len, "a %s signature (%s)", usage ? usage : "known", type);
 		return 1;
 	}
 	if (!blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL)) {

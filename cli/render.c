@@ -461,7 +461,9 @@ void pmc_render_prometheus(struct json_object *stats, FILE *f)
 
 void pmc_print_json(struct json_object *o, int one_line)
 {
-	puts(json_object_to_json_string_ext(o, one_line ? JSON_C_TO_STRING_PLAIN
-						: JSON_C_TO_STRING_PRETTY |
-							  JSON_C_TO_STRING_SPACED));
+	int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
+
+	flags |= one_line ? JSON_C_TO_STRING_PLAIN
+			  : JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED;
+	puts(json_object_to_json_string_ext(o, flags));
 }

@@ -100,6 +100,8 @@ int main(void)
 	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "no such key");
 	T_OK(P("set", "pmem.path", "/dev/dax1.0"));
 	T_ERR(pmc_cli_build_req(&a, &req, &err), EPERM, "run time");
+	T_OK(P("set", "pmem.block_size", "8K"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EPERM, "run time");
 	T_OK(P("get", "log.level"));
 	T_OK(pmc_cli_build_req(&a, &req, &err));
 	T_EQ(req.cmd, PMC_CTL_GET);
