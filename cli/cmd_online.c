@@ -273,6 +273,7 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	if (a->cmd == PMC_CLI_FLUSH) {
 		struct flush_prog p = {.tty = isatty(STDERR_FILENO) && !a->json, .json = a->json};
 		struct pmc_ctl_req sreq = {.cmd = PMC_CTL_STATUS};
+		int found = !a->volume;
 
 		/* the starting amount, for the bar */
 		if (!rpc(&cl, &sreq, &o, NULL, NULL, err)) {
@@ -284,14 +285,16 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 				for (size_t i = 0; i < json_object_array_length(vols); i++) {
 					struct json_object *v = json_object_array_get_idx(vols, i);
 
-					if (!strcmp(get_str(v, "name", ""), a->volume))
+					if (!strcmp(get_str(v, "name", ""), a->volume)) {
 						p.total = get_u64(v, "dirty_blocks");
+						found = 1;
+					}
 				}
 			}
 			json_object_put(o);
 			o = NULL;
 		}
-		if (!a->json && !p.tty)
+		if (!a->json && !p.tty && found)
 			printf("flush: %" PRIu64 " dirty blocks%s%s\n", p.total,
 			       a->volume ? " in volume " : "", a->volume ? a->volume : "");
 		rc = rpc(&cl, &req, &o, flush_progress, &p, err);
@@ -309,9 +312,10 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			pmc_client_close(&cl);
 			return exit_of_err(err);
 		}
-		if (a->json)
+		if (a->json) {
+			json_object_object_add(o, "ok", json_object_new_boolean(1));
 			pmc_print_json(o, 1);
-		else
+		} else
 			printf("flush: done, every dirty block%s%s is on its disk\n",
 			       a->volume ? " of " : "", a->volume ? a->volume : "");
 		json_object_put(o);

@@ -1,0 +1,190 @@
+/* test_cli_fake.c PMCACHECTL - pmcachectl against a fake daemon on a Unix
+ * socket (lib/ctl.c's codec on both sides): flush draws a progress bar on a
+ * terminal (a pty) and prints plain lines otherwise, error replies map to
+ * the documented exit codes with one line on stderr, and status renders. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "ctl.h"
+#include "t.h"
+
+static char sock_path[108];
+
+static void put(int fd, char *line)
+{
+	T_TRUE(line);
+	T_TRUE(write(fd, line, strlen(line)) == (ssize_t)strlen(line));
+	free(line);
+}
+
+/* serve one connection: each request line gets a canned answer */
+static void serve_conn(int fd)
+{
+	char buf[65536];
+	size_t len = 0;
+	ssize_t n;
+
+	while ((n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0) {
+		char *nl;
+
+		len += (size_t)n;
+		while ((nl = memchr(buf, '\n', len))) {
+			struct pmc_ctl_req r;
+			struct pmc_err err = {0};
+			size_t l = (size_t)(nl - buf) + 1;
+
+			memset(&r, 0, sizeof(r));
+			if (pmc_ctl_decode(buf, l, &r, &err)) {
+				put(fd, pmc_ctl_reply_error(&r.id, EINVAL, err.msg));
+			} else if (r.cmd == PMC_CTL_STATUS) {
+				json_object *o = json_tokener_parse(
+					"{\"pmem\":\"/dev/dax0.0\",\"uuid\":\"00\",\"block_size\":4096,"
+					"\"nr_blocks\":1000,\"dirty_blocks\":100,\"clean_blocks\":50,"
+					"\"counts_valid\":true,\"last_restart\":\"clean\",\"boot_epoch\":3,"
+					"\"store_granularity\":\"cache-line\",\"volumes\":[{\"name\":\"v0\","
+					"\"disk\":\"/dev/nvme0n1\",\"device\":\"/dev/ublkb0\",\"ublk_id\":0,"
+					"\"mode\":\"write-back\",\"draining\":false,\"size_bytes\":1073741824,"
+					"\"dirty_blocks\":100,\"clean_blocks\":50,\"error\":5,"
+					"\"error_text\":\"Input/output error\",\"recovered\":false}]}");
+				put(fd, pmc_ctl_reply_ok(&r.id, o));
+			} else if (r.cmd == PMC_CTL_FLUSH && !strcmp(r.volume, "nosuch")) {
+				put(fd, pmc_ctl_reply_error(&r.id, ENOENT, "volume nosuch: not served"));
+			} else if (r.cmd == PMC_CTL_FLUSH) {
+				put(fd, pmc_ctl_reply_progress(&r.id, 100));
+				put(fd, pmc_ctl_reply_progress(&r.id, 40));
+				put(fd, pmc_ctl_reply_progress(&r.id, 0));
+				put(fd, pmc_ctl_reply_ok(&r.id, NULL));
+			} else if (r.cmd == PMC_CTL_VOLUME_REMOVE) {
+				put(fd, pmc_ctl_reply_error(&r.id, EBUSY,
+							    "volume v0: /dev/ublkb0 is in use"));
+			} else {
+				put(fd, pmc_ctl_reply_error(&r.id, EIO, "not in the fake"));
+			}
+			memmove(buf, buf + l, len - l);
+			len -= l;
+		}
+	}
+	close(fd);
+}
+
+static pid_t start_server(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	pid_t pid;
+
+	snprintf(sock_path, sizeof(sock_path), "/tmp/pmc-fake-%d.sock", getpid());
+	unlink(sock_path);
+	memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
+	T_TRUE(lfd >= 0 && !bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(lfd, 8));
+	pid = fork();
+	T_TRUE(pid >= 0);
+	if (pid == 0) {
+		for (;;) {
+			int fd = accept(lfd, NULL, NULL);
+
+			if (fd >= 0)
+				serve_conn(fd);
+		}
+	}
+	close(lfd);
+	return pid;
+}
+
+/* run pmcachectl -s SOCK ARGS; stdout and stderr captured apart, or both
+ * on a pty when tty; returns the exit code */
+static int run(const char *prog, int tty, char *out, size_t outlen, char *err, size_t errlen,
+	       const char *a1, const char *a2, const char *a3)
+{
+	int po[2], pe[2], master = -1, st;
+	size_t o = 0, e = 0;
+	pid_t pid;
+	ssize_t n;
+
+	T_TRUE(!pipe(po) && !pipe(pe));
+	pid = tty ? forkpty(&master, NULL, NULL, NULL) : fork();
+	T_TRUE(pid >= 0);
+	if (pid == 0) {
+		if (!tty) {
+			dup2(po[1], 1);
+			dup2(pe[1], 2);
+		}
+		execl(prog, prog, "-s", sock_path, a1, a2, a3, (char *)NULL);
+		_exit(127);
+	}
+	close(po[1]);
+	close(pe[1]);
+	if (tty) {
+		while (o + 1 < outlen && (n = read(master, out + o, outlen - 1 - o)) > 0)
+			o += (size_t)n;
+		close(master);
+	} else {
+		while (o + 1 < outlen && (n = read(po[0], out + o, outlen - 1 - o)) > 0)
+			o += (size_t)n;
+		while (e + 1 < errlen && (n = read(pe[0], err + e, errlen - 1 - e)) > 0)
+			e += (size_t)n;
+	}
+	out[o] = '\0';
+	err[e] = '\0';
+	close(po[0]);
+	close(pe[0]);
+	T_TRUE(waitpid(pid, &st, 0) == pid && WIFEXITED(st));
+	printf("--- pmcachectl %s %s %s (%s): exit %d\n%s%s", a1, a2 ? a2 : "", a3 ? a3 : "",
+	       tty ? "tty" : "pipes", WEXITSTATUS(st), out, err);
+	return WEXITSTATUS(st);
+}
+
+int main(int argc, char **argv)
+{
+	static char out[65536], err[4096];
+	pid_t srv;
+
+	if (argc != 2)
+		T_FAIL("usage: test_cli_fake PMCACHECTL");
+	srv = start_server();
+
+	T_EQ(run(argv[1], 1, out, sizeof(out), err, sizeof(err), "flush", NULL, NULL), 0);
+	T_TRUE(strstr(out, "\r[########################----------------]  60%"));
+	T_TRUE(strstr(out, "100%  100 of 100 blocks written back"));
+	T_TRUE(strstr(out, "flush: done"));
+
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "flush", NULL, NULL), 0);
+	T_TRUE(strstr(out, "flush: 100 dirty blocks\n"));
+	T_TRUE(strstr(out, "flush: 40 dirty blocks left of 100\n"));
+	T_TRUE(!strchr(out, '\r') && !err[0]);
+
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--json", "flush", NULL), 0);
+	T_TRUE(strstr(out, "{\"progress\":{\"dirty_blocks\":40}}\n"));
+	T_TRUE(strstr(out, "{\"ok\":true}\n"));
+
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "flush", "nosuch", NULL), 5);
+	T_TRUE(!strcmp(err, "pmcachectl: volume nosuch: not served\n") && !out[0]);
+
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "remove", "v0"), 6);
+	T_TRUE(strstr(err, "in use\n") && !strchr(err, '\n')[1]);
+
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 0);
+	T_TRUE(strstr(out, "dirty 400 KiB (10.0%), clean 200 KiB (5.0%)"));
+	T_TRUE(strstr(out, "v0      write-back  failed  /dev/ublkb0  /dev/nvme0n1  1.00 GiB"));
+	T_TRUE(strstr(out, "Input/output error"));
+
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "get", "log.level", NULL), 1);
+	T_TRUE(strstr(err, "not in the fake"));
+
+	kill(srv, SIGKILL);
+	waitpid(srv, NULL, 0);
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
+	unlink(sock_path);
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
+	T_TRUE(strstr(err, "daemon not running"));
+	puts("test_cli_fake: ok");
+	return 0;
+}
