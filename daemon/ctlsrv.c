@@ -27,6 +27,7 @@
 #include "ctlsrv.h"
 #include "log.h"
 #include "pmcached.h"
+#include "ring.h"
 #include "stats.h"
 
 #define MAX_CONNS 64
@@ -176,6 +177,10 @@ static void do_status(struct conn *c, const struct pmc_ctl_req *r)
 	struct pmcd *d = c->srv->d;
 	json_object *o = json_object_new_object(), *vols = json_object_new_array();
 
+	json_object_object_add(o, "version", json_object_new_string(PMC_VERSION));
+	json_object_object_add(o, "pid", json_object_new_int(getpid()));
+	json_object_object_add(o, "uptime_s",
+			       json_object_new_uint64((pmc_mono_ns() - d->start_ns) / 1000000000ull));
 	if (d->cache) {
 		struct pmc_cache_info ci;
 		char uuid[40];
@@ -370,9 +375,16 @@ static void do_set(struct conn *c, const struct pmc_ctl_req *r)
 	} else {
 		struct pmc_config nc = d->conf;
 
+		/* checked whole, with the volumes, like a file would be */
 		pmc_config_key_store(r->key, &nc, r->value);
-		nc.volumes = NULL;
-		nc.nr_volumes = 0;
+		if (nc.wb.max_io_bytes > d->max_io_start) {
+			snprintf(msg, sizeof(msg),
+				 "writeback.max_io: at most %u bytes at run time (its value at "
+				 "start); restart to raise it",
+				 d->max_io_start);
+			send_err(c, id_of(r), EINVAL, msg);
+			return;
+		}
 		if (pmc_config_check(&nc, &err)) {
 			send_err(c, id_of(r), err.code, err.msg);
 			return;

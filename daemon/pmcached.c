@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -147,7 +148,41 @@ struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name)
 	return NULL;
 }
 
-/* is /dev/ublkbN open by anyone (mounted, held)? O_EXCL tells */
+/* does any process hold path open? (a plain open is invisible to O_EXCL) */
+static int held_open(const char *path)
+{
+	struct dirent *p, *f;
+	DIR *proc = opendir("/proc");
+	int found = 0;
+
+	if (!proc)
+		return 0;
+	while (!found && (p = readdir(proc))) {
+		char dir[300], link[600], target[256];
+		DIR *fds;
+		ssize_t n;
+
+		if (p->d_name[0] < '0' || p->d_name[0] > '9' || atoi(p->d_name) == getpid())
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%s/fd", p->d_name);
+		fds = opendir(dir);
+		if (!fds)
+			continue;
+		while (!found && (f = readdir(fds))) {
+			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
+			n = readlink(link, target, sizeof(target) - 1);
+			if (n > 0) {
+				target[n] = '\0';
+				found = !strcmp(target, path);
+			}
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return found;
+}
+
+/* is /dev/ublkbN in use: mounted or held (O_EXCL tells), or open anywhere? */
 static int bdev_busy(uint32_t dev_id)
 {
 	char path[64];
@@ -158,7 +193,7 @@ static int bdev_busy(uint32_t dev_id)
 	if (fd < 0)
 		return errno == EBUSY;
 	close(fd);
-	return 0;
+	return held_open(path);
 }
 
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err)
@@ -404,6 +439,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	pmc_log_set_level(d->conf.log_level);
+	d->start_ns = pmc_mono_ns();
+	d->max_io_start = d->conf.wb.max_io_bytes;
 	d->loop = ev_default_loop(0);
 	signal(SIGPIPE, SIG_IGN);
 	rc = start(d, &err);

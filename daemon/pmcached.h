@@ -34,6 +34,8 @@ struct pmcd {
 	struct pmcd_wb wb;
 	struct pmcd_volume vols[PMCD_MAX_VOLUMES];
 	int stopping;
+	uint64_t start_ns;		/* CLOCK_MONOTONIC at start */
+	uint32_t max_io_start;		/* writeback.max_io at start: sizes the engine */
 	void *ctlsrv;			/* control socket (ctlsrv.c) */
 };
 
