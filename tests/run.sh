@@ -72,7 +72,6 @@ TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 if [ $fuzz = 1 ] && [ -x "$top/tests/fuzz/run-fuzz.sh" ]; then
 	say "libFuzzer: ${fuzz_seconds}s per target"
 	"$top/tests/fuzz/run-fuzz.sh" "$fuzz_seconds" "$top/build/fuzz"
-	"$top/tests/config/run-fuzz.sh" "$fuzz_seconds" "$top/build/fuzz"
 fi
 
 if [ $vm = 1 ]; then
