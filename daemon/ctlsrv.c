@@ -337,13 +337,8 @@ static void do_get(struct conn *c, const struct pmc_ctl_req *r)
 		return;
 	}
 	v = req_volume(c, r);
-	if (v) {
-		enum pmc_mode mode;
-
-		/* the mode in force may differ from the configured one while draining */
-		pmc_engine_get_mode(d->e, v->vol, &mode, NULL);
+	if (v)
 		conn_send(c, pmc_ctl_reply_value(id_of(r), v->conf.name, r->key, &v->conf));
-	}
 }
 
 static void do_set(struct conn *c, const struct pmc_ctl_req *r)

@@ -83,9 +83,8 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 	return 0;
 }
 
-static int ublk_id_for(struct pmcd *d, const struct pmc_config_volume *vc, uint32_t slot)
+static int ublk_id_for(const struct pmc_config_volume *vc, uint32_t slot)
 {
-	(void)d;
 	return vc->ublk_id >= 0 ? vc->ublk_id : (int)slot;
 }
 
@@ -118,7 +117,7 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct p
 	memset(&dc, 0, sizeof(dc));
 	dc.name = vc->name;
 	dc.vol = v->vol;
-	dc.dev_id = ublk_id_for(d, vc, v->vol);
+	dc.dev_id = ublk_id_for(vc, v->vol);
 	dc.nr_queues = (uint16_t)d->conf.queues_count;
 	dc.depth = (uint16_t)d->conf.queues_depth;
 	dc.max_io = d->conf.wb.max_req_bytes;

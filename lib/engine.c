@@ -890,11 +890,6 @@ unsigned pmc_queue_busy(struct pmc_queue *q)
 	return q->busy + q->npending + pmc_ring_busy(q->ring);
 }
 
-static int queue_has_held(struct pmc_queue *q)
-{
-	return q->held != NULL;
-}
-
 int pmc_queue_eventfd(struct pmc_queue *q)
 {
 	return pmc_ring_eventfd(q->ring);
@@ -1734,7 +1729,7 @@ int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns)
 			return n;
 		if (timeout_ns && pmc_mono_ns() - start >= timeout_ns)
 			return 0;
-		if ((q->waiting || queue_has_held(q)) && !pmc_ring_busy(q->ring)) {
+		if ((q->waiting || q->held) && !pmc_ring_busy(q->ring)) {
 			/* only free blocks can wake these: look again shortly */
 			struct timespec ts = {0, 1000000};
 
