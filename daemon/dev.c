@@ -181,7 +181,9 @@ static void queue_free(struct pmcd_queue *uq)
 static int queue_init(struct pmcd_dev *d, struct pmcd_queue *uq, uint16_t q_id,
 		      struct pmc_err *err)
 {
-	struct pmc_ring_opts ro = {.sqe128 = 1, .foreign = ublk_cqe, .arg = uq};
+	/* /dev/ublkcN as the ring's fixed file 0: its commands skip the fd lookup */
+	struct pmc_ring_opts ro = {
+		.sqe128 = 1, .foreign = ublk_cqe, .arg = uq, .files = &d->cdev_fd, .nfiles = 1};
 	unsigned depth = d->conf.depth;
 	int rc;
 

@@ -54,7 +54,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -184,6 +183,7 @@ struct pmc_queue {
 	struct pmc_req **pending;		    /* no free context yet: FIFO */
 	unsigned npending, pend_head;
 	unsigned busy;				    /* contexts in use */
+	int in_poll;				    /* pmc_queue_poll on the stack */
 	struct pmc_vol_stats *stats;		    /* [max_volumes] */
 	struct pmc_queue *next;
 };
@@ -237,21 +237,25 @@ void pmc_volume_conf_default(struct pmc_volume_conf *vc)
 	vc->nospace = PMC_NOSPACE_WAIT;
 }
 
-/* relaxed counter bump: the owner writes, others sum */
-#define STAT_ADD(s, field, v) __atomic_fetch_add(&(s)->field, (uint64_t)(v), __ATOMIC_RELAXED)
+/*
+ * Counter bump of a queue's own statistics: one writer (the queue's
+ * thread), so a relaxed load and store, no locked read-modify-write; other
+ * threads sum them with relaxed loads. (Write-back completions run on the
+ * queue that issued them, and count in that queue's statistics.)
+ */
+#define STAT_ADD(s, field, v)                                                                      \
+	__atomic_store_n(&(s)->field, __atomic_load_n(&(s)->field, __ATOMIC_RELAXED) + (uint64_t)(v), \
+			 __ATOMIC_RELAXED)
 
-static void stat_lat(struct pmc_vol_stats *s, int path, uint64_t start_ns)
+/* the time of the current loop iteration: read once per poll by the ring,
+ * or now when called outside a poll (a request submitted from outside) */
+static uint64_t queue_now(struct pmc_queue *q);
+
+static void stat_lat(struct pmc_queue *q, struct pmc_vol_stats *s, int path, uint64_t start_ns)
 {
-	STAT_ADD(s, lat[path][pmc_hist_bucket(pmc_mono_ns() - start_ns)], 1);
-}
+	uint64_t now = queue_now(q);
 
-static void wake(struct pmc_queue *q)
-{
-	uint64_t one = 1;
-
-	if (write(pmc_ring_eventfd(q->ring), &one, sizeof(one)) < 0) {
-		/* the counter is saturated or the fd gone: the poller wakes anyway */
-	}
+	STAT_ADD(s, lat[path][pmc_hist_bucket(now > start_ns ? now - start_ns : 0)], 1);
 }
 
 static int wb_conf_check(const struct pmc_wb_conf *wb, struct pmc_err *err)
@@ -890,9 +894,9 @@ unsigned pmc_queue_busy(struct pmc_queue *q)
 	return q->busy + q->npending + pmc_ring_busy(q->ring);
 }
 
-int pmc_queue_eventfd(struct pmc_queue *q)
+static uint64_t queue_now(struct pmc_queue *q)
 {
-	return pmc_ring_eventfd(q->ring);
+	return q->in_poll ? pmc_ring_now(q->ring) : pmc_mono_ns();
 }
 
 int pmc_queue_fixed_buffers(struct pmc_queue *q)
@@ -1568,8 +1572,11 @@ static void start(struct pmc_req_ctx *x)
 	x->cursor = 0;
 	x->nio = 0;
 	x->res = 0;
-	x->start_ns = pmc_mono_ns();
-	atomic_store(&x->q->e->last_fg_ns, x->start_ns);
+	x->start_ns = queue_now(x->q);
+	/* shared by every queue: written at most once per millisecond */
+	if (x->start_ns - atomic_load_explicit(&x->q->e->last_fg_ns, memory_order_relaxed) >
+	    1000000ull)
+		atomic_store_explicit(&x->q->e->last_fg_ns, x->start_ns, memory_order_relaxed);
 	switch (req->op) {
 	case PMC_REQ_READ:
 		STAT_ADD(st, reads, 1);
@@ -1650,7 +1657,6 @@ int pmc_queue_submit(struct pmc_queue *q, struct pmc_req *req, struct pmc_err *e
 		return rc;
 	if (q->free && !q->npending) {
 		dispatch(q, req);
-		wake(q);
 		return 0;
 	}
 	if (q->npending == q->depth * 4)
@@ -1668,7 +1674,7 @@ static int run_done(struct pmc_queue *q)
 		struct pmc_req *req = x->req;
 
 		q->done = x->next;
-		stat_lat(&q->stats[req->vol], x->path, x->start_ns);
+		stat_lat(q, &q->stats[req->vol], x->path, x->start_ns);
 		x->next = q->free;
 		q->free = x;
 		q->busy--;
@@ -1703,32 +1709,38 @@ static void retry_waiting(struct pmc_queue *q)
 	}
 }
 
+/*
+ * One loop iteration of the queue's thread: retry what waits, then one ring
+ * poll (one io_uring_enter: what callbacks prepared goes in, completions
+ * come out), then complete what finished. The ring's clock read of that
+ * poll is the time of everything handled in the iteration.
+ */
 int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns)
 {
-	uint64_t start = pmc_mono_ns();
+	uint64_t start = 0;
 	int n;
 
+	q->in_poll = 1;
 	for (;;) {
-		uint64_t buf;
-
-		if (read(pmc_ring_eventfd(q->ring), &buf, sizeof(buf)) < 0) {
-			/* nothing signalled: fine */
-		}
-		n = run_done(q);
 		if (q->held)
 			retry_held(q);
 		if (q->waiting) {
 			/* writes wait for free blocks: make sure write-back runs */
 			pmc_engine_writeback_step(q->e, q);
 			retry_waiting(q);
-			n += run_done(q);
 		}
-		n += pmc_ring_poll(q->ring, 0, 0);
+		/* finished requests complete without waiting on the ring */
+		n = pmc_ring_poll(q->ring, wait && !q->done,
+				  timeout_ns ? timeout_ns : 10000000ull);
+		if (n < 0)
+			break;
 		n += run_done(q);
 		if (n || !wait)
-			return n;
-		if (timeout_ns && pmc_mono_ns() - start >= timeout_ns)
-			return 0;
+			break;
+		if (!start)
+			start = pmc_ring_now(q->ring);
+		else if (timeout_ns && pmc_ring_now(q->ring) - start >= timeout_ns)
+			break;
 		if ((q->waiting || q->held) && !pmc_ring_busy(q->ring)) {
 			/* only free blocks can wake these: look again shortly */
 			struct timespec ts = {0, 1000000};
@@ -1737,14 +1749,10 @@ int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns)
 			continue;
 		}
 		if (!pmc_ring_waitable(q->ring) && !q->done)
-			return 0;
-		n = pmc_ring_poll(q->ring, 1, timeout_ns ? timeout_ns : 10000000ull);
-		if (n < 0)
-			return n;
-		n += run_done(q);
-		if (n)
-			return n;
+			break;
 	}
+	q->in_poll = 0;
+	return n;
 }
 
 /* --- write-back --- */
@@ -1783,7 +1791,7 @@ static void wb_done(struct pmc_io *io, int res)
 			pmc_cache_mark_clean(e->c, w->vol, w->lba + i, w->blk[i]);
 		pmc_cache_unpin(e->c, w->blk[i]);
 	}
-	stat_lat(st, PMC_LAT_WRITEBACK, w->start_ns);
+	stat_lat(w->q, st, PMC_LAT_WRITEBACK, w->start_ns);
 	pthread_mutex_lock(&e->dw_lock);
 	*w->fprev = w->fnext;
 	if (w->fnext)
@@ -1848,6 +1856,7 @@ static int vol_eligible(struct pmc_engine *e, uint32_t vol, uint64_t now)
 static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns, unsigned want)
 {
 	struct pmc_cache *c = e->c;
+	uint64_t aged = pmc_now_ns() - max_age_ns; /* born before this: due */
 	unsigned n = 0;
 
 	for (unsigned k = 0; k < WB_SCAN && n < want; k++) {
@@ -1886,7 +1895,7 @@ static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns
 		if (!(e->wb_active || (e->wb_force && (e->wb_force_vol == UINT32_MAX ||
 						       e->wb_force_vol == vol)) ||
 		      atomic_load(&e->vols[vol].draining) ||
-		      (birth < pmc_now_ns() - max_age_ns && birth)))
+		      (birth < aged && birth)))
 			continue;
 		e->items[n].vol = vol;
 		e->items[n].lba = lba;
@@ -1955,7 +1964,7 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_io *w
 	io->cb = wb_done;
 	w->e = e;
 	w->q = q;
-	w->start_ns = pmc_mono_ns();
+	w->start_ns = queue_now(q);
 	e->wb_inflight++;
 	pmc_ring_submit(q->ring, io);
 }
@@ -1986,7 +1995,7 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 {
 	struct pmc_cache_info ci;
 	struct pmc_wb_conf wb;
-	uint64_t now = pmc_mono_ns(), pct;
+	uint64_t now = queue_now(q), pct;
 	unsigned limit, n, started = 0;
 	int idle;
 

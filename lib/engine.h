@@ -157,9 +157,14 @@ struct pmc_req {
 
 /* 0: req completes later through cb; -errno: refused now (cb not called) */
 int pmc_queue_submit(struct pmc_queue *q, struct pmc_req *req, struct pmc_err *err);
-/* Run completions; see pmc_ring_poll() for wait and timeout. */
+/*
+ * One iteration of the queue thread's loop: one io_uring_enter submits what
+ * was prepared (disk I/O, the ring's other commands) and collects
+ * completions, whose callbacks run; see pmc_ring_poll() for wait and
+ * timeout. Work prepared by callbacks goes to the kernel with the next
+ * poll: a thread that stops polling calls pmc_ring_flush() first.
+ */
 int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns);
-int pmc_queue_eventfd(struct pmc_queue *q);
 /* requests and write-back I/O not yet completed on this queue */
 unsigned pmc_queue_busy(struct pmc_queue *q);
 int pmc_queue_fixed_buffers(struct pmc_queue *q);
