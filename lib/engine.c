@@ -1125,7 +1125,7 @@ static void start_read(struct pmc_req_ctx *x)
 		if (miss && !bypass && admit_block(e, v, req->vol, x->lba + i)) {
 			uint64_t blk;
 
-			if (pmc_cache_alloc(e->c, 1, &blk) == 0) {
+			if (pmc_cache_alloc(e->c, PMC_ALLOC_FILL, &blk) == 0) {
 				x->blk[i] = blk;
 				adm = 1;
 			}
@@ -1391,7 +1391,7 @@ static int write_cached_marked(struct pmc_req_ctx *x, int through)
 
 	for (; i < x->n; i++) {
 		uint64_t blk;
-		int rc = pmc_cache_alloc(e->c, 1, &blk);
+		int rc = pmc_cache_alloc(e->c, PMC_ALLOC_EVICT, &blk);
 
 		if (rc) {
 			if (atomic_load(&v->nospace) == PMC_NOSPACE_AROUND) {

@@ -333,6 +333,47 @@ static void do_clean(struct run *r, uint32_t v, uint64_t lba, int overwrite_betw
 	pmc_cache_unpin(r->c, blk);
 }
 
+/* write-back of a run of blocks marked clean together (one barrier) */
+static void do_clean_run(struct run *r, uint32_t v, uint64_t lba, uint64_t n)
+{
+	struct model *m = &r->m;
+	uint32_t slot = slot_of(r, v);
+	uint64_t blk[4], lbas[4];
+	enum pmc_block_state st[4];
+	int res[4];
+	uint32_t k = 0;
+
+	for (uint64_t i = 0; i < n && k < 4; i++) {
+		uint64_t ver;
+
+		if (pmc_cache_lookup_pin(r->c, slot, lba + i, &blk[k], &st[k]))
+			continue;
+		ver = block_version(pmc_cache_block_data(r->c, blk[k]), v, lba + i);
+		if (ver == INVALID) {
+			fprintf(stderr, "FAIL: torn block in the live cache\n");
+			exit(1);
+		}
+		m->disk[v * m->nlba + lba + i] = ver;
+		lbas[k++] = lba + i;
+	}
+	if (!k)
+		return;
+	begin(r, OP_CLEAN, v, lba, n);
+	if (pmc_cache_mark_clean_n(r->c, slot, lbas, blk, k, res)) {
+		fprintf(stderr, "FAIL: mark_clean_n refused\n");
+		exit(1);
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		if (res[i] != 0 && !(res[i] == -ESTALE && st[i] == PMC_BLK_CLEAN)) {
+			fprintf(stderr, "FAIL: mark_clean_n block %u returned %d\n", i, res[i]);
+			exit(1);
+		}
+	}
+	end(r);
+	for (uint32_t i = 0; i < k; i++)
+		pmc_cache_unpin(r->c, blk[i]);
+}
+
 static void do_vol_cycle(struct run *r, uint32_t v)
 {
 	struct model *m = &r->m;
@@ -412,6 +453,8 @@ static void workload(struct run *r, uint64_t nblocks_pmem, uint32_t nvols, uint6
 			do_write(r, v, lba, n);
 		else if (what < 62)
 			do_inval(r, v, lba, n);
+		else if (what < 75 && n > 1)
+			do_clean_run(r, v, lba, n);
 		else if (what < 96)
 			do_clean(r, v, lba, what >= 93);
 		else if (what < 97 && i % 7 == 0)
@@ -440,7 +483,7 @@ static void workload(struct run *r, uint64_t nblocks_pmem, uint32_t nvols, uint6
 int main(int argc, char **argv)
 {
 	struct run r = {0};
-	uint64_t points = 10000, ops = 6000;
+	uint64_t points = 10000, ops = 9000;
 	uint64_t small_ops = 150;
 	struct timespec t0, t1;
 

@@ -139,7 +139,7 @@ int main(void)
 	for (uint64_t i = 0; i < 3 * nblocks; i++) {
 		uint64_t x;
 
-		if (pmc_cache_alloc(c, 1, &x))
+		if (pmc_cache_alloc(c, PMC_ALLOC_EVICT, &x))
 			break;
 		T_TRUE(x != blk);
 		pmc_cache_unpin(c, x);
