@@ -193,6 +193,75 @@ int pmc_cache_alloc(struct pmc_cache *c, int mode, uint64_t *blk)
 	return -ENOSPC;
 }
 
+int pmc_cache_dirty_rebuild(struct pmc_cache *c, uint64_t max)
+{
+	if (atomic_load(&c->dirty_map_complete))
+		return 1;
+	while (max--) {
+		uint64_t i = atomic_fetch_add(&c->rebuild_cursor, 1);
+		struct pmc_desc *d;
+		uint64_t lba, volgen;
+		uint32_t s;
+
+		if (i >= c->nr_blocks) {
+			atomic_store(&c->dirty_map_complete, 1);
+			return 1;
+		}
+		d = &c->descs[i];
+		if ((pmc_load64(&d->state) & 0xff) != PMC_BLK_DIRTY)
+			continue;
+		/* the key, word by word as publish stores it; then the state
+		 * again under the key's stripe lock, where it changes */
+		lba = __atomic_load_n(&d->lba, __ATOMIC_RELAXED);
+		volgen = __atomic_load_n((uint64_t *)&d->vol, __ATOMIC_RELAXED);
+		if ((uint32_t)volgen >= c->max_volumes)
+			continue;
+		s = pmc_stripe_of(c, pmc_index_bucket(c, (uint32_t)volgen, lba));
+		pthread_mutex_lock(&c->stripe[s]);
+		if ((pmc_load64(&d->state) & 0xff) == PMC_BLK_DIRTY && d->lba == lba &&
+		    d->vol == (uint32_t)volgen && pmc_desc_live(c, d))
+			pmc_dirty_mark(c, i, 1);
+		pthread_mutex_unlock(&c->stripe[s]);
+	}
+	return 0;
+}
+
+int pmc_cache_dirty_next(struct pmc_cache *c, uint64_t from, uint64_t *blk)
+{
+	for (uint64_t w = from / 64; w * 64 < c->nr_blocks; w++) {
+		uint64_t bits = atomic_load_explicit(&c->dirty_map[w], memory_order_relaxed);
+
+		if (w == from / 64)
+			bits &= ~0ull << (from % 64);
+		if (bits) {
+			*blk = w * 64 + (uint64_t)__builtin_ctzll(bits);
+			return *blk < c->nr_blocks ? 0 : -ENOENT;
+		}
+	}
+	return -ENOENT;
+}
+
+void pmc_cache_dirty_forget(struct pmc_cache *c, uint64_t blk)
+{
+	struct pmc_desc *d = &c->descs[blk];
+	uint64_t lba = __atomic_load_n(&d->lba, __ATOMIC_RELAXED);
+	uint32_t vol = __atomic_load_n(&d->vol, __ATOMIC_RELAXED), s;
+	uint64_t b, *link;
+
+	if (vol >= c->max_volumes) {
+		pmc_dirty_mark(c, blk, 0);
+		return;
+	}
+	b = pmc_index_bucket(c, vol, lba);
+	s = pmc_stripe_of(c, b);
+	pthread_mutex_lock(&c->stripe[s]);
+	/* only if it is not (or no longer) the live dirty copy of its key */
+	if (pmc_index_find_blk_locked(c, b, blk, &link) != 0 || !pmc_desc_live(c, d) ||
+	    (pmc_load64(&d->state) & 0xff) != PMC_BLK_DIRTY)
+		pmc_dirty_mark(c, blk, 0);
+	pthread_mutex_unlock(&c->stripe[s]);
+}
+
 void *pmc_cache_block_data(struct pmc_cache *c, uint64_t blk)
 {
 	return c->data + blk * c->block_size;

@@ -186,6 +186,9 @@ int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t 
 int pmc_cache_publish_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lba,
 			const uint64_t *blk, uint32_t n, enum pmc_block_state state,
 			const uint32_t *snap, int *res);
+/* ... writes of the keys lba, lba + 1, ..., lba + n - 1 */
+int pmc_cache_publish_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, const uint64_t *blk,
+			    uint32_t n, enum pmc_block_state state, int *res);
 
 /*
  * Read-miss fills: take a snapshot before reading the disk, then publish the
@@ -206,6 +209,26 @@ int pmc_cache_mark_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
 /* ... for n blocks with one persist barrier; res[i] as above per block */
 int pmc_cache_mark_clean_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lba,
 			   const uint64_t *blk, uint32_t n, int *res);
+int pmc_cache_mark_clean_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, const uint64_t *blk,
+			       uint32_t n, int *res);
+
+/*
+ * Dirty blocks by block number, from a DRAM bitmap (1 bit per block) that
+ * every publish, clean and invalidation keeps. After an open it lacks the
+ * dirty blocks of the previous boot until pmc_cache_dirty_rebuild() has
+ * passed over every descriptor once (in steps of at most max descriptors,
+ * while I/O runs; returns 1 once complete, 0 while not). Then
+ * pmc_cache_dirty_next() finds each dirty block at the cost of one load per
+ * 64 blocks: write-back then costs what the dirty blocks cost, not what
+ * the cache size does. dirty_next: the first block >= *from marked dirty,
+ * -ENOENT past the end. A marked block may turn out not to be dirty (an
+ * orphan left by a crash, or a race): check it under its pin, and drop
+ * the mark of a block that is not the live copy of its key with
+ * pmc_cache_dirty_forget().
+ */
+int pmc_cache_dirty_rebuild(struct pmc_cache *c, uint64_t max);
+int pmc_cache_dirty_next(struct pmc_cache *c, uint64_t from, uint64_t *blk);
+void pmc_cache_dirty_forget(struct pmc_cache *c, uint64_t blk);
 
 /* The pmem under the cache (for data copies by the engine). */
 struct pmc_pmem *pmc_cache_pmem(struct pmc_cache *c);

@@ -65,6 +65,11 @@ struct pmc_cache {
 	 * stripe lock of the block's key, as its state is.
 	 */
 	_Atomic uint64_t *dirty_map; /* [(nr_blocks + 63) / 64] */
+	/* the dirty blocks of the previous boot get into dirty_map by a
+	 * background pass over the descriptors (pmc_cache_dirty_rebuild);
+	 * once it completed, the map holds every live dirty block */
+	atomic_uint_fast64_t rebuild_cursor;
+	atomic_int dirty_map_complete;
 	atomic_int_fast64_t tot_dirty;	/* sum of vrt[].nr_dirty (counted stripes) */
 };
 
@@ -117,8 +122,9 @@ static inline void pmc_dirty_mark(struct pmc_cache *c, uint64_t blk, int dirty)
  * path holds two stripe locks, so batches cannot deadlock) */
 #define PMC_BATCH_MAX 256u
 struct pmc_stripe_set {
-	uint32_t s[PMC_BATCH_MAX];
+	uint32_t s[PMC_BATCH_MAX]; /* stripes to lock, any order, repeats allowed */
 	unsigned n;
+	uint64_t map[PMC_STRIPES_MAX / 64]; /* pmc_stripes_lock's: the set, sorted */
 };
 void pmc_stripes_lock(struct pmc_cache *c, struct pmc_stripe_set *set);
 void pmc_stripes_unlock(struct pmc_cache *c, struct pmc_stripe_set *set);

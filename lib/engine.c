@@ -55,7 +55,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <unistd.h>
+#include <limits.h>
 
 #include "cache_internal.h"
 #include "engine.h"
@@ -70,6 +72,7 @@
 #define WB_BACKOFF_MAX_MS 60000u
 #define NO_BLK UINT64_MAX
 #define HIT_BLK (UINT64_MAX - 1) /* read: served from pmem already */
+#define UCOPY_HIT (1ull << 62)	 /* read, user copy: pinned hit not yet sent */
 
 struct pmc_evol {
 	struct pmc_disk *disk;	/* NULL: not attached */
@@ -165,6 +168,9 @@ struct pmc_req_ctx {
 	struct pmc_io *io;	/* [max_req_blocks] */
 	struct iovec *iov;	/* [max_req_blocks] */
 	uint32_t nio;
+	char *buf;		/* the request's data in DRAM: req->buf, or bounce */
+	char *bounce;		/* PMC_REQ_UCOPY: [max_req_blocks * bs], on first need */
+	int ucopy_out;		/* PMC_REQ_UCOPY read: bounce goes out at the end */
 	/* write-around in flight over [lba, lba + n): write-back stays off it */
 	int around;
 	struct pmc_req_ctx *anext, **aprev; /* e->around_flying (dw_lock) */
@@ -799,6 +805,7 @@ static void volume_failed(struct pmc_engine *e, uint32_t vol, int res, const cha
 
 static void ctx_free_arrays(struct pmc_req_ctx *x)
 {
+	free(x->bounce);
 	free(x->blk);
 	free(x->snap);
 	free(x->io);
@@ -941,10 +948,14 @@ void pmc_queue_destroy(struct pmc_queue *q)
 
 static void around_leave(struct pmc_req_ctx *x);
 
+static void ucopy_finish(struct pmc_req_ctx *x);
+
 static void req_finish(struct pmc_req_ctx *x)
 {
 	struct pmc_queue *q = x->q;
 
+	if (x->ucopy_out)
+		ucopy_finish(x);
 	around_leave(x);
 	x->next = q->done;
 	q->done = x;
@@ -1017,8 +1028,7 @@ static void read_io_done(struct pmc_io *io, int res)
 		if (res == 0) {
 			/* -EEXIST/-ESTALE: a write got there first; the block is dropped */
 			pmc_cache_publish_fill(e->c, req->vol, x->lba + i, blk, x->snap[i]);
-			memcpy((char *)req->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk),
-			       e->bs);
+			memcpy(x->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk), e->bs);
 		}
 		pmc_cache_unpin(e->c, blk);
 		x->blk[i] = NO_BLK;
@@ -1057,7 +1067,7 @@ static struct pmc_io *req_io(struct pmc_req_ctx *x, enum pmc_io_op op, uint32_t 
 		}
 		io->iovcnt = (int)(end - start);
 	} else {
-		x->iov[start].iov_base = (char *)req->buf + (size_t)start * e->bs;
+		x->iov[start].iov_base = x->buf + (size_t)start * e->bs;
 		x->iov[start].iov_len = io->len;
 		io->iovcnt = 1;
 	}
@@ -1072,6 +1082,94 @@ static void submit_run(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int 
 	struct pmc_io *io = req_io(x, PMC_IO_READ, start, end, admitted, read_io_done);
 
 	pmc_ring_submit(x->q->ring, io);
+}
+
+/* --- user copy (PMC_REQ_UCOPY): the data is in a file, not in buf --- */
+
+/* all of iov to or from fd at off, in IOV_MAX pieces; 0 or -errno */
+static int ucopy_rw(int fd, struct iovec *iov, uint32_t cnt, uint64_t off, int out)
+{
+	while (cnt) {
+		int k = cnt > IOV_MAX ? IOV_MAX : (int)cnt;
+		uint64_t want = 0;
+		ssize_t n;
+
+		for (int i = 0; i < k; i++)
+			want += iov[i].iov_len;
+		n = out ? pwritev(fd, iov, k, (off_t)off) : preadv(fd, iov, k, (off_t)off);
+		if (n < 0)
+			return -errno;
+		if ((uint64_t)n != want)
+			return -EIO; /* the device's request is shorter than ours */
+		iov += k;
+		cnt -= (uint32_t)k;
+		off += want;
+	}
+	return 0;
+}
+
+/* the request's data in a DRAM buffer of the context (reads: filled by
+ * the read, sent out by ucopy_finish; writes: read in now); 0 or -errno */
+static int ucopy_bounce(struct pmc_req_ctx *x)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	struct iovec iov;
+	int rc;
+
+	if (x->buf)
+		return 0;
+	if (!x->bounce) {
+		x->bounce = aligned_alloc(4096, (size_t)e->max_req_blocks * e->bs);
+		if (!x->bounce)
+			return -ENOMEM;
+	}
+	if (req->op == PMC_REQ_READ) {
+		x->buf = x->bounce;
+		x->ucopy_out = 1;
+		return 0;
+	}
+	iov.iov_base = x->bounce;
+	iov.iov_len = req->len;
+	rc = ucopy_rw(req->ucopy_fd, &iov, 1, req->ucopy_off, 0);
+	if (rc == 0)
+		x->buf = x->bounce;
+	return rc;
+}
+
+/* a read's pinned hits (blk | UCOPY_HIT, iov set): all hits go out from
+ * pmem in one call; otherwise they are copied into the bounce buffer,
+ * which the misses fill and ucopy_finish sends */
+static void ucopy_read_hits(struct pmc_req_ctx *x, uint32_t hits)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	int rc = 0;
+
+	if (hits == x->n)
+		rc = ucopy_rw(req->ucopy_fd, x->iov, x->n, req->ucopy_off, 1);
+	else
+		rc = ucopy_bounce(x);
+	for (uint32_t i = 0; i < x->n; i++) {
+		if (x->blk[i] == NO_BLK || !(x->blk[i] & UCOPY_HIT))
+			continue;
+		if (hits != x->n && rc == 0)
+			memcpy(x->buf + (size_t)i * e->bs, x->iov[i].iov_base, e->bs);
+		pmc_cache_unpin(e->c, x->blk[i] & ~UCOPY_HIT);
+		x->blk[i] = HIT_BLK;
+	}
+	if (rc)
+		set_res(x, rc);
+}
+
+static void ucopy_finish(struct pmc_req_ctx *x)
+{
+	struct pmc_req *req = x->req;
+	struct iovec iov = {.iov_base = x->buf, .iov_len = req->len};
+
+	x->ucopy_out = 0;
+	if (!x->res)
+		set_res(x, ucopy_rw(req->ucopy_fd, &iov, 1, req->ucopy_off, 1));
 }
 
 static void start_read(struct pmc_req_ctx *x)
@@ -1097,13 +1195,21 @@ static void start_read(struct pmc_req_ctx *x)
 		 * since) then keeps the fill out */
 		x->snap[i] = pmc_cache_fill_seq(e->c, req->vol, x->lba + i);
 		if (pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, NULL) == 0) {
-			memcpy((char *)req->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk),
-			       e->bs);
-			pmc_cache_unpin(e->c, blk);
 			hits++;
+			if (!x->buf) {
+				/* user copy: kept pinned, sent out below */
+				x->iov[i].iov_base = pmc_cache_block_data(e->c, blk);
+				x->iov[i].iov_len = e->bs;
+				x->blk[i] = blk | UCOPY_HIT;
+				continue;
+			}
+			memcpy(x->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk), e->bs);
+			pmc_cache_unpin(e->c, blk);
 			x->blk[i] = HIT_BLK;
 		}
 	}
+	if (!x->buf)
+		ucopy_read_hits(x, hits);
 	STAT_ADD(st, read_hit_blocks, hits);
 	STAT_ADD(st, read_miss_blocks, x->n - hits);
 	if (hits == x->n) {
@@ -1301,8 +1407,12 @@ static void write_around(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
 {
 	struct pmc_engine *e = x->q->e;
 	struct pmc_req *req = x->req;
-	int dsync;
+	int dsync, rc = ucopy_bounce(x);
 
+	if (rc) {
+		set_res(x, rc);
+		return;
+	}
 	around_enter(x);
 	dsync = (req->flags & PMC_REQ_FUA) || atomic_load(&e->vols[req->vol].no_volatile) ||
 		dirty_cached(e, req->vol, x->lba + start, end - start);
@@ -1380,6 +1490,54 @@ static int write_cached(struct pmc_req_ctx *x, int through)
 	return rc;
 }
 
+/*
+ * Blocks [i, i + k) of a write, allocated and pinned in x->blk[]: their
+ * data copied in and flushed, then published together (two persist
+ * barriers for all of them). Write-through keeps the pins for the disk
+ * write; write-back drops them. 0 or the first error.
+ */
+static int publish_blocks(struct pmc_req_ctx *x, uint32_t i, uint32_t k, int through)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	int res[PMC_BATCH_MAX], rc = 0;
+
+	if (x->buf) {
+		for (uint32_t j = i; j < i + k; j++)
+			pmc_pmem_copy_flush(e->pm, pmc_cache_block_data(e->c, x->blk[j]),
+					    x->buf + (size_t)j * e->bs, e->bs);
+	} else {
+		/* user copy: one read from the device straight into the blocks */
+		for (uint32_t j = i; j < i + k; j++) {
+			x->iov[j].iov_base = pmc_cache_block_data(e->c, x->blk[j]);
+			x->iov[j].iov_len = e->bs;
+		}
+		rc = ucopy_rw(req->ucopy_fd, &x->iov[i], k, req->ucopy_off + (uint64_t)i * e->bs, 0);
+		for (uint32_t j = i; j < i + k && !rc; j++)
+			pmc_pmem_flush(e->pm, x->iov[j].iov_base, e->bs);
+	}
+	if (!rc)
+		rc = pmc_cache_publish_range(e->c, req->vol, x->lba + i, &x->blk[i], k, PMC_BLK_DIRTY,
+					     res);
+	for (uint32_t j = 0; j < k; j++) {
+		if (!rc && res[j])
+			rc = res[j];
+		if (!through || rc) {
+			pmc_cache_unpin(e->c, x->blk[i + j]);
+			x->blk[i + j] = NO_BLK;
+		}
+	}
+	/* write-through: blocks published before a failure keep their pins
+	 * until here only; the request fails */
+	if (rc && through)
+		for (uint32_t j = i; j < i + k; j++)
+			if (x->blk[j] != NO_BLK) {
+				pmc_cache_unpin(e->c, x->blk[j]);
+				x->blk[j] = NO_BLK;
+			}
+	return rc;
+}
+
 static int write_cached_marked(struct pmc_req_ctx *x, int through)
 {
 	struct pmc_queue *q = x->q;
@@ -1389,43 +1547,50 @@ static int write_cached_marked(struct pmc_req_ctx *x, int through)
 	struct pmc_vol_stats *st = &q->stats[req->vol];
 	uint32_t i = x->cursor, tstart = x->cursor;
 
-	for (; i < x->n; i++) {
-		uint64_t blk;
-		int rc = pmc_cache_alloc(e->c, PMC_ALLOC_EVICT, &blk);
+	while (i < x->n) {
+		uint32_t k = 0;
+		int rc = 0;
 
-		if (rc) {
-			if (atomic_load(&v->nospace) == PMC_NOSPACE_AROUND) {
+		/* a batch: as many blocks as can be had, published together */
+		while (i + k < x->n && k < PMC_BATCH_MAX) {
+			rc = pmc_cache_alloc(e->c, PMC_ALLOC_EVICT, &x->blk[i + k]);
+			if (rc)
+				break;
+			k++;
+		}
+		if (k) {
+			int prc = publish_blocks(x, i, k, through);
+
+			if (prc) {
+				set_res(x, prc);
 				if (through && i > tstart)
 					disk_write(x, tstart, i, 1, 1, through_done);
 				STAT_ADD(st, write_pmem_blocks, i - x->cursor);
-				write_around(x, i, x->n);
 				x->cursor = x->n;
 				return 0;
 			}
+			i += k;
+			while (through && i - tstart >= e->max_io_blocks) {
+				disk_write(x, tstart, tstart + e->max_io_blocks, 1, 1, through_done);
+				tstart += e->max_io_blocks;
+			}
+		}
+		if (!rc)
+			continue;
+		if (atomic_load(&v->nospace) == PMC_NOSPACE_AROUND) {
 			if (through && i > tstart)
 				disk_write(x, tstart, i, 1, 1, through_done);
 			STAT_ADD(st, write_pmem_blocks, i - x->cursor);
-			STAT_ADD(st, nospace_waits, 1);
-			x->cursor = i;
-			return 1;
+			write_around(x, i, x->n);
+			x->cursor = x->n;
+			return 0;
 		}
-		pmc_pmem_copy(e->pm, pmc_cache_block_data(e->c, blk),
-			      (const char *)req->buf + (size_t)i * e->bs, e->bs);
-		rc = pmc_cache_publish(e->c, req->vol, x->lba + i, blk, PMC_BLK_DIRTY);
-		if (rc) {
-			pmc_cache_unpin(e->c, blk);
-			set_res(x, rc);
-			break;
-		}
-		if (through) {
-			x->blk[i] = blk; /* pinned until the disk write is done */
-			if (i + 1 - tstart >= e->max_io_blocks) {
-				disk_write(x, tstart, i + 1, 1, 1, through_done);
-				tstart = i + 1;
-			}
-		} else {
-			pmc_cache_unpin(e->c, blk);
-		}
+		if (through && i > tstart)
+			disk_write(x, tstart, i, 1, 1, through_done);
+		STAT_ADD(st, write_pmem_blocks, i - x->cursor);
+		STAT_ADD(st, nospace_waits, 1);
+		x->cursor = i;
+		return 1;
 	}
 	if (through && i > tstart)
 		disk_write(x, tstart, i, 1, 1, through_done);
@@ -1572,6 +1737,8 @@ static void start(struct pmc_req_ctx *x)
 	x->cursor = 0;
 	x->nio = 0;
 	x->res = 0;
+	x->buf = req->flags & PMC_REQ_UCOPY ? NULL : req->buf;
+	x->ucopy_out = 0;
 	x->start_ns = queue_now(x->q);
 	/* shared by every queue: written at most once per millisecond */
 	if (x->start_ns - atomic_load_explicit(&x->q->e->last_fg_ns, memory_order_relaxed) >
@@ -1631,7 +1798,7 @@ static int validate(struct pmc_queue *q, struct pmc_req *req, struct pmc_err *er
 				   name, req->len, e->max_req_blocks * e->bs);
 	if (req->op == PMC_REQ_DISCARD && req->len / e->bs > UINT32_MAX)
 		return pmc_err_set(err, EINVAL, "volume %s: discard too large", name);
-	if ((req->op == PMC_REQ_READ || req->op == PMC_REQ_WRITE) &&
+	if ((req->op == PMC_REQ_READ || req->op == PMC_REQ_WRITE) && !(req->flags & PMC_REQ_UCOPY) &&
 	    ((uintptr_t)req->buf % 4096 || !req->buf))
 		return pmc_err_set(err, EINVAL, "volume %s: request buffer not 4 KiB aligned",
 				   name);

@@ -140,6 +140,16 @@ enum pmc_req_op {
 };
 
 #define PMC_REQ_FUA 1u /* write: durable on completion in every mode */
+/*
+ * READ/WRITE: the data is not in buf but in the file ucopy_fd at byte
+ * offset ucopy_off (ublk user copy: /dev/ublkcN at the request's position).
+ * A write's data is read from there straight into new cache blocks, a read
+ * hit written there straight from pmem: one copy, no request buffer. Paths
+ * that need the data in DRAM (disk writes of write-around, misses not
+ * admitted) copy it through a buffer of the request's context, allocated
+ * on first such use. buf is ignored.
+ */
+#define PMC_REQ_UCOPY 2u
 
 struct pmc_req_ctx;
 
@@ -150,6 +160,8 @@ struct pmc_req {
 	uint64_t len;	/* bytes */
 	void *buf;	/* READ/WRITE: len bytes, aligned to 4 KiB (O_DIRECT) */
 	unsigned flags; /* PMC_REQ_* */
+	int ucopy_fd;	/* PMC_REQ_UCOPY: where the data is */
+	uint64_t ucopy_off; /* ... at this byte offset */
 	void (*cb)(struct pmc_req *req, int res); /* 0 or -errno */
 	void *priv;
 	struct pmc_req_ctx *ctx; /* engine's */

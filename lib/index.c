@@ -18,7 +18,7 @@
  * the block, so eviction (which holds it too) sees every pin.
  */
 #include <errno.h>
-#include <stdlib.h>
+#include <string.h>
 
 #include "cache_internal.h"
 
@@ -250,41 +250,50 @@ int pmc_cache_mark_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
 	return rc;
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 void pmc_stripes_lock(struct pmc_cache *c, struct pmc_stripe_set *set)
 {
-	unsigned n = 0;
+	if (set->n <= 8) {
+		/* a few: insertion sort, drop repeats */
+		unsigned m = 0;
 
-	if (set->n > 16) {
-		qsort(set->s, set->n, sizeof(set->s[0]), u32_cmp);
-	} else {
-		for (unsigned i = 1; i < set->n; i++) {
+		for (unsigned i = 0; i < set->n; i++) {
 			uint32_t v = set->s[i];
-			unsigned k = i;
+			unsigned k = m;
 
 			for (; k && set->s[k - 1] > v; k--)
 				set->s[k] = set->s[k - 1];
+			if (k && set->s[k - 1] == v) {
+				memmove(&set->s[k], &set->s[k + 1], (m - k) * sizeof(set->s[0]));
+				continue;
+			}
 			set->s[k] = v;
+			m++;
 		}
+		set->n = m;
+		for (unsigned i = 0; i < m; i++)
+			pthread_mutex_lock(&c->stripe[set->s[i]]);
+		return;
 	}
+	/* many: a bitmap sorts and dedupes them in O(stripes / 64) */
+	memset(set->map, 0, (c->nr_stripes + 63) / 64 * sizeof(set->map[0]));
 	for (unsigned i = 0; i < set->n; i++)
-		if (!n || set->s[i] != set->s[n - 1])
-			set->s[n++] = set->s[i];
-	set->n = n;
-	for (unsigned i = 0; i < n; i++)
-		pthread_mutex_lock(&c->stripe[set->s[i]]);
+		set->map[set->s[i] / 64] |= 1ull << (set->s[i] % 64);
+	set->n = UINT32_MAX; /* unlock by the map */
+	for (uint32_t w = 0; w < (c->nr_stripes + 63) / 64; w++)
+		for (uint64_t m = set->map[w]; m; m &= m - 1)
+			pthread_mutex_lock(&c->stripe[w * 64 + (uint32_t)__builtin_ctzll(m)]);
 }
 
 void pmc_stripes_unlock(struct pmc_cache *c, struct pmc_stripe_set *set)
 {
-	for (unsigned i = set->n; i-- > 0;)
-		pthread_mutex_unlock(&c->stripe[set->s[i]]);
+	if (set->n != UINT32_MAX) {
+		for (unsigned i = set->n; i-- > 0;)
+			pthread_mutex_unlock(&c->stripe[set->s[i]]);
+		return;
+	}
+	for (uint32_t w = 0; w < (c->nr_stripes + 63) / 64; w++)
+		for (uint64_t m = set->map[w]; m; m &= m - 1)
+			pthread_mutex_unlock(&c->stripe[w * 64 + (uint32_t)__builtin_ctzll(m)]);
 }
 
 /*
@@ -296,19 +305,17 @@ void pmc_stripes_unlock(struct pmc_cache *c, struct pmc_stripe_set *set)
  */
 static void publish_batch(struct pmc_cache *c, uint32_t vol, uint32_t gen, const uint64_t *lba,
 			  const uint64_t *blk, uint32_t n, enum pmc_block_state state, int fill,
-			  const uint32_t *snap, int *res)
+			  const uint32_t *snap, int *res, const uint64_t *bucket)
 {
 	struct pmc_pmem *pm = c->pm;
 	struct pmc_stripe_set set;
-	uint64_t *link[PMC_BATCH_MAX], old[PMC_BATCH_MAX], bucket[PMC_BATCH_MAX];
+	uint64_t *link[PMC_BATCH_MAX], old[PMC_BATCH_MAX];
 	uint64_t birth = pmc_now_ns();
 	int linked = 0;
 
 	set.n = n;
-	for (uint32_t i = 0; i < n; i++) {
-		bucket[i] = pmc_index_bucket(c, vol, lba[i]);
+	for (uint32_t i = 0; i < n; i++)
 		set.s[i] = pmc_stripe_of(c, bucket[i]);
-	}
 	pmc_stripes_lock(c, &set);
 	/* step 1 (crash point publish.desc): every descriptor, unlinked, then
 	 * one drain; the data was flushed by the caller */
@@ -394,25 +401,62 @@ int pmc_cache_publish_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lba,
 	gs = pmc_load64(&c->vols[vol].gen_state);
 	if (PMC_VOL_STATE(gs) != PMC_VOL_ACTIVE)
 		return -ESTALE;
-	/* batches of at most PMC_BATCH_MAX keys, none sharing a bucket */
+	/* batches of at most PMC_BATCH_MAX keys, none sharing a bucket: a
+	 * 4096-bit filter over the buckets finds the candidates to compare */
 	while (start < n) {
-		uint32_t end = start + 1;
+		uint64_t seen[64] = {0}, bk[PMC_BATCH_MAX];
+		uint32_t end = start;
 
 		while (end < n && end - start < PMC_BATCH_MAX) {
 			uint64_t b = pmc_index_bucket(c, vol, lba[end]);
-			uint32_t k;
+			uint32_t f = (uint32_t)(b % 4096), k = end;
 
-			for (k = start; k < end && pmc_index_bucket(c, vol, lba[k]) != b; k++)
-				;
+			if (seen[f / 64] & (1ull << (f % 64)))
+				for (k = start; k < end && bk[k - start] != b; k++)
+					;
 			if (k < end)
 				break;
+			seen[f / 64] |= 1ull << (f % 64);
+			bk[end - start] = b;
 			end++;
 		}
 		publish_batch(c, vol, (uint32_t)PMC_VOL_GEN(gs), lba + start, blk + start, end - start,
-			      state, snap != NULL, snap ? snap + start : NULL, res + start);
+			      state, snap != NULL, snap ? snap + start : NULL, res + start, bk);
 		start = end;
 	}
 	return 0;
+}
+
+int pmc_cache_publish_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, const uint64_t *blk,
+			    uint32_t n, enum pmc_block_state state, int *res)
+{
+	uint64_t lbas[PMC_BATCH_MAX];
+	int rc = 0;
+
+	for (uint32_t i = 0; i < n && !rc; i += PMC_BATCH_MAX) {
+		uint32_t m = n - i < PMC_BATCH_MAX ? n - i : PMC_BATCH_MAX;
+
+		for (uint32_t k = 0; k < m; k++)
+			lbas[k] = lba + i + k;
+		rc = pmc_cache_publish_n(c, vol, lbas, blk + i, m, state, NULL, res + i);
+	}
+	return rc;
+}
+
+int pmc_cache_mark_clean_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, const uint64_t *blk,
+			       uint32_t n, int *res)
+{
+	uint64_t lbas[PMC_BATCH_MAX];
+	int rc = 0;
+
+	for (uint32_t i = 0; i < n && !rc; i += PMC_BATCH_MAX) {
+		uint32_t m = n - i < PMC_BATCH_MAX ? n - i : PMC_BATCH_MAX;
+
+		for (uint32_t k = 0; k < m; k++)
+			lbas[k] = lba + i + k;
+		rc = pmc_cache_mark_clean_n(c, vol, lbas, blk + i, m, res + i);
+	}
+	return rc;
 }
 
 int pmc_cache_mark_clean_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lba,

@@ -7,8 +7,11 @@
  * 64-block read hit) it runs --iters requests one at a time and prints the
  * drains (persist barriers) and flushes per request and the wall time per
  * request; then checks the bounds the engine promises:
- *   - a write request of any size costs at most 2 drains (copy every block,
- *     write every descriptor, one drain; link every block, one drain);
+ *   - a 4 KiB write costs 2 drains, and a 64-block write about as much
+ *     (copy every block, write every descriptor, one drain; link every
+ *     block, one drain); keys that share a hash bucket split a batch, which
+ *     with this cache's 16 Ki buckets happens to ~1 in 8 requests of 64
+ *     blocks: at most 2.5 drains on average;
  *   - a read hit costs no drain at all;
  *   - the data read back is the data written.
  * With --iters large and under `valgrind --tool=callgrind` the instruction
@@ -176,8 +179,8 @@ int main(int argc, char **argv)
 	show("read hit 4K", r4k);
 	show("read hit 256K", rbig);
 
-	if (w4k.drains > 2 || ow4k.drains > 2 || wbig.drains > 2) {
-		printf("FAIL: a write request takes more than 2 drains\n");
+	if (w4k.drains != 2 || ow4k.drains != 2 || wbig.drains > 2.5) {
+		printf("FAIL: a write request takes more drains than 2 (4K) or 2.5 (256K)\n");
 		fails++;
 	}
 	if (r4k.drains != 0 || rbig.drains != 0) {
