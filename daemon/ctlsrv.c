@@ -614,6 +614,20 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	ev_io_start(loop, &c->rw);
 }
 
+/* does a process accept connections on the socket at path? */
+static int socket_alive(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), alive;
+
+	if (fd < 0)
+		return 0;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
+	close(fd);
+	return alive;
+}
+
 int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 {
 	struct ctlsrv *s = calloc(1, sizeof(*s));
@@ -648,6 +662,13 @@ int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 			free(s);
 			return pmc_err_set(err, EEXIST, "control socket %s: exists and is not a socket",
 					   path);
+		}
+		/* replaced only when nobody answers on it: a live daemon's
+		 * socket is never taken over */
+		if (socket_alive(path)) {
+			free(s);
+			return pmc_err_set(err, EADDRINUSE,
+					   "control socket %s: another daemon answers on it", path);
 		}
 		unlink(path);
 	}
