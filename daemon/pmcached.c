@@ -437,6 +437,12 @@ static int reload(struct pmcd *d, struct reload_report *r)
 		return -EINVAL;
 	}
 	reload_diff(d, nc, r);
+	/* the engine's write-back I/O was sized at start (as for "set") */
+	if (nc->wb.max_io_bytes > d->max_io_start) {
+		report(r, "writeback.max_io %u above its value at start (%u) needs a restart",
+		       nc->wb.max_io_bytes, d->max_io_start);
+		nc->wb.max_io_bytes = d->conf.wb.max_io_bytes;
+	}
 	pmc_engine_set_wb_conf(d->e, &nc->wb);
 	pmc_log_set_level(nc->log_level);
 	for (unsigned i = 0; i < nc->nr_volumes; i++) {

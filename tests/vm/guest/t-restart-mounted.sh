@@ -131,6 +131,14 @@ rc=$?
 pmcachectl -s "$SOCK" get writeback.high_pct | grep -qx 77 &&
 	ok "the run-time keys of that file were applied" || bad "writeback.high_pct not applied"
 cp /tmp/good.conf "$CONF"
+echo 'writeback = { max_io = "2M"; };' >>"$CONF"
+out=$(pmcached -c "$CONF" --reload $PID 2>&1)
+rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "writeback.max_io 2097152 above its value at start" &&
+	pmcachectl -s "$SOCK" get writeback.max_io | grep -qx 1M &&
+	ok "reload cannot raise writeback.max_io above its start value: $out" ||
+	bad "reload, writeback.max_io 2M: exit $rc: $out; now $(pmcachectl -s "$SOCK" get writeback.max_io)"
+cp /tmp/good.conf "$CONF"
 sed -i "s|^volumes = ( |volumes = ( { name = \"extra\"; disk = \"$(nvme_dev "$(nvme_serial 2)")\"; }, |" "$CONF"
 out=$(pmcached -c "$CONF" --reload $PID 2>&1)
 rc=$?
