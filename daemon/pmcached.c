@@ -322,9 +322,9 @@ static void stop_devices(struct pmcd *d)
 	}
 	if (left)
 		pmc_log(LOG_NOTICE,
-			"%u device%s quiesced: I/O to %s waits for the next pmcached; "
-			"\"pmcachectl shutdown --remove-devices\" removes unused devices instead",
-			left, left == 1 ? "" : "s", left == 1 ? "it" : "them");
+			"%u device%s quiesced: I/O to %s waits for the next pmcached (to remove "
+			"%s: unmount, start pmcached, \"pmcachectl shutdown --remove-devices\")",
+			left, left == 1 ? "" : "s", left == 1 ? "it" : "them", left == 1 ? "it" : "them");
 }
 
 static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
