@@ -486,8 +486,13 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 		do_get(c, &r);
 		break;
 	case PMC_CTL_SHUTDOWN:
+		if (r.remove_devices && (rc = pmcd_shutdown_remove(d, &err))) {
+			send_err(c, &r.id, -rc, err.msg);
+			break;
+		}
 		conn_send(c, pmc_ctl_reply_ok(&r.id, NULL));
-		pmcd_shutdown(d);
+		if (!r.remove_devices)
+			pmcd_shutdown(d);
 		break;
 	default:
 		send_err(c, &r.id, EINVAL, "request not handled");
