@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ctlsrv.h"
+#include "lock.h"
 #include "log.h"
 #include "pmcached.h"
 
@@ -66,6 +67,14 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 	rc = pmc_pmem_open(c->pmem_path, create, &d->pm, err);
 	if (rc)
 		return rc;
+	/* one owner per cache: a second daemon or an offline command holding
+	 * the pmem makes this one exit, never run beside it */
+	rc = pmc_pmem_lock(d->pm, PMC_LOCK_EXCLUSIVE, NULL, err);
+	if (rc) {
+		pmc_pmem_close(d->pm);
+		d->pm = NULL;
+		return rc;
+	}
 	rc = pmc_cache_open(d->pm, 0, &d->cache, err);
 	if (rc == -ENODATA && c->pmem_format == PMC_CONFIG_FORMAT_IF_BLANK &&
 	    strstr(err->msg, "blank")) {
@@ -81,6 +90,21 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 		return rc;
 	}
 	return 0;
+}
+
+/* the pid lock next to the control socket: one daemon per socket */
+static int take_pidfile(struct pmcd *d, struct pmc_err *err)
+{
+	char dir[sizeof(d->pid_path)], *slash;
+
+	pmc_pidfile_for_socket(d->conf.control_socket, d->pid_path, sizeof(d->pid_path));
+	snprintf(dir, sizeof(dir), "%s", d->pid_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		mkdir_p(dir);
+	}
+	return pmc_pidfile_take(d->pid_path, &d->pid_fd, NULL, err);
 }
 
 static int ublk_id_for(const struct pmc_config_volume *vc, uint32_t slot)
@@ -320,6 +344,8 @@ static int start(struct pmcd *d, struct pmc_err *err)
 	if (rc)
 		return rc;
 	rc = open_cache(d, err);
+	if (rc == -EBUSY)
+		return rc; /* held by another process: not ours to serve */
 	if (rc) {
 		pmc_log(LOG_CRIT, "%s; serving only volumes with no data in the cache, "
 				  "pass-through",
@@ -438,6 +464,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	pmc_log_set_level(d->conf.log_level);
+	rc = take_pidfile(d, &err);
+	if (rc) {
+		fprintf(stderr, "pmcached: %s\n", err.msg);
+		return 1;
+	}
 	d->start_ns = pmc_mono_ns();
 	d->max_io_start = d->conf.wb.max_io_bytes;
 	d->loop = ev_default_loop(0);
@@ -447,12 +478,14 @@ int main(int argc, char **argv)
 		pmc_log(LOG_ERR, "%s", err.msg);
 		sd_notifyf(0, "STATUS=failed: %s", err.msg);
 		stop(d);
+		pmc_pidfile_release(d->pid_path, d->pid_fd);
 		return 1;
 	}
 	rc = pmcd_ctlsrv_start(d, &err);
 	if (rc) {
 		pmc_log(LOG_ERR, "%s", err.msg);
 		stop(d);
+		pmc_pidfile_release(d->pid_path, d->pid_fd);
 		return 1;
 	}
 	ev_signal_init(&sig_term, on_stop, SIGTERM);
@@ -476,6 +509,7 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1");
 	pmcd_ctlsrv_stop(d);
 	stop(d);
+	pmc_pidfile_release(d->pid_path, d->pid_fd);
 	pmc_log(LOG_NOTICE, "stopped cleanly");
 	return 0;
 }

@@ -37,6 +37,8 @@ struct pmcd {
 	uint64_t start_ns;		/* CLOCK_MONOTONIC at start */
 	uint32_t max_io_start;		/* writeback.max_io at start: sizes the engine */
 	void *ctlsrv;			/* control socket (ctlsrv.c) */
+	char pid_path[4096 + 8];	/* pid lock next to the control socket */
+	int pid_fd;			/* holds the pid lock; -1 none */
 };
 
 /* volumes at run time (pmcached.c) */
