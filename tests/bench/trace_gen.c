@@ -9,16 +9,16 @@
  *   of the chunks, so hot data is scattered over the disk; a random request
  *   picks a chunk by popularity and a 4 KiB-aligned offset inside it;
  * - sequential runs: while no stream is open, each request opens one with
- *   probability 1/-r (default 1/20), at a uniformly drawn place (this brings
+ *   probability 1/-r (default 1/12), at a uniformly drawn place (this brings
  *   cold data in); the stream then gets one request in 10, interleaved
  *   with random requests, for a geometric number of requests (mean 16) of
  *   one size (64, 128 or 256 KiB) and one direction;
  * - a mix of request sizes for random requests: 4 KiB 55 %, 8 KiB 15 %,
  *   16 KiB 10 %, 32 KiB 8 %, 64 KiB 8 %, 128 KiB 4 %;
  * - writes: each random request and each stream is a write with
- *   probability -w (default 0.58).
- * The defaults (seed 13, 1000 MiB, 150000 requests) give 1.11 M block
- * accesses, 57.4 % of them writes, touching 941 MiB.
+ *   probability -w (default 0.59).
+ * The defaults (seed 13, 1000 MiB, 100000 requests) give 735733 block
+ * accesses, 57.3 % of them writes, touching 867 MiB.
  * Requests never cross the footprint's end. Statistics (requests, block
  * accesses, write share of them, blocks touched) go to stderr.
  *
@@ -96,7 +96,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	double seed = 13, fp_mib = 1000, nreq = 150000, wr = 0.58, zipf = 0.9, seq_every = 20;
+	double seed = 13, fp_mib = 1000, nreq = 100000, wr = 0.59, zipf = 0.9, seq_every = 12;
 	const char *path = NULL;
 	uint64_t nblocks, nchunks, *perm, touched = 0, accesses = 0, waccesses = 0, reqs = 0;
 	double *cdf, sum = 0;

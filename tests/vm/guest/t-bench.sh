@@ -35,7 +35,7 @@ SOCK=/tmp/pmcached.sock
 # RT/RAMP: seconds per timed job; WS/WW/SEQ/FL: region sizes (MiB);
 # TRACE: pmc-trace-gen arguments; RC: the replay's cache size (MiB)
 case $MODE in
-full) RT=${PMC_BENCH_RUNTIME:-20} RAMP=2 WS=128 WW=128 SEQ=192 FL=64 TRACE= RC=240 ;;
+full) RT=${PMC_BENCH_RUNTIME:-20} RAMP=2 WS=128 WW=128 SEQ=192 FL=64 TRACE= RC=224 ;;
 smoke) RT=1 RAMP=0 WS=16 WW=16 SEQ=32 FL=8 TRACE="-f 256 -n 1500" RC=80 ;;
 *) echo "t-bench: mode full or smoke, not $MODE"; exit 2 ;;
 esac
