@@ -48,6 +48,10 @@ while [ $# -gt 0 ]; do
 	shift
 done
 BUILD=$(cd "$BUILD" && pwd)
+case ${PMC_BENCH_RUNTIME:-20} in '' | *[!0-9]* | 0)
+	echo "run-peers: PMC_BENCH_RUNTIME must be a whole number of seconds, not '$PMC_BENCH_RUNTIME'" >&2
+	exit 1 ;;
+esac
 RUN=$MODE
 [ "$DELAY" -gt 0 ] && RUN=$MODE-delay$DELAY
 OUT=${OUT:-$BUILD/bench-peers/$RUN}
@@ -85,7 +89,7 @@ cp -r "$TOP/tests/vm/guest" "$RUNNER/"
 LOADPID=$!
 trap 'kill $LOADPID 2>/dev/null; rm -rf "$RUNNER"' EXIT
 bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 5400 \
-	-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -- sh t-bench.sh "$MODE" "$DELAY" || rc=$?
+	-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" || rc=$?
 kill $LOADPID 2>/dev/null || true
 [ $rc = 77 ] && exit 77
 rm -rf "$OUT"

@@ -1,4 +1,4 @@
-# t-bench.sh [full|smoke] [DELAY_MS] - guest: the same fio jobs on pmcache and
+# t-bench.sh [full|smoke] [DELAY_MS] [RUNTIME_S] - guest: the same fio jobs on pmcache and
 # its peers, one system after the other on the same NVMe disk (serial 1) and
 # on pmem of the same size (run-peers.sh sets both NVDIMMs to the same size):
 #   pmcache        /dev/ublkb0: pmcached over /dev/dax0.0, one write-back volume
@@ -32,10 +32,11 @@ MODE=${1:-full}
 DELAY=${2:-0}
 OUT=/host/out/bench
 SOCK=/tmp/pmcached.sock
-# RT/RAMP: seconds per timed job; WS/WW/SEQ/FL: region sizes (MiB);
+# RT/RAMP: seconds per timed job (RUNTIME_S, default 20, for a full run);
+# WS/WW/SEQ/FL: region sizes (MiB);
 # TRACE: pmc-trace-gen arguments; RC: the replay's cache size (MiB)
 case $MODE in
-full) RT=${PMC_BENCH_RUNTIME:-20} RAMP=2 WS=128 WW=128 SEQ=192 FL=64 TRACE= RC=224 ;;
+full) RT=${3:-20} RAMP=2 WS=128 WW=128 SEQ=192 FL=64 TRACE= RC=224 ;;
 smoke) RT=1 RAMP=0 WS=16 WW=16 SEQ=32 FL=8 TRACE="-f 256 -n 1500" RC=80 ;;
 *) echo "t-bench: mode full or smoke, not $MODE"; exit 2 ;;
 esac
@@ -164,7 +165,12 @@ EOC
 			sleep 0.1
 		done
 		grep "^ready:" $OUT/ublkceiling/ceiling.log || { cat $OUT/ublkceiling/ceiling.log; return 1; }
-		DEV=/dev/ublkb1 ;;
+		DEV=/dev/ublkb1
+		# it serves data: 4 MiB written at 900 MiB read back equal
+		dd if=/dev/urandom of=/tmp/pat bs=1M count=4 2>/dev/null
+		dd if=/tmp/pat of=$DEV bs=1M seek=900 oflag=direct 2>/dev/null &&
+			dd if=$DEV of=/tmp/back bs=1M skip=900 count=4 iflag=direct 2>/dev/null &&
+			cmp /tmp/pat /tmp/back || { bad "ublkceiling: read-back mismatch"; return 1; } ;;
 	dmwritecache)
 		wipe "$PMEM"
 		dmsetup create --noudevsync wc --table "0 $(blockdev --getsz $D) writecache p $D $PMEM 4096 0" ||
