@@ -16,7 +16,8 @@
  * requests, past OUT_HARD drops the client; a connection with no traffic
  * for control.idle_timeout seconds (and no operation running) is closed.
  * Each callback handles at most LINES_PER_RUN requests, so one flooding
- * client cannot hold the loop.
+ * client cannot hold the loop, and root's watchers run first among those
+ * ready at once.
  *
  * Long operations (volume-add, volume-remove, flush) run on one worker
  * thread, one at a time, so the loop keeps serving other clients and the
@@ -1024,6 +1025,12 @@ static void accept_one(struct ctlsrv *s, int fd)
 	ev_timer_init(&c->idle, on_idle, s->d->conf.control_idle_s, 0);
 	ev_timer_init(&c->kick, on_kick, 0, 0);
 	c->rw.data = c->ww.data = c->idle.data = c->kick.data = c;
+	if (cr.uid == 0) {
+		/* root's requests first among those ready at once */
+		ev_set_priority(&c->rw, EV_MAXPRI);
+		ev_set_priority(&c->ww, EV_MAXPRI);
+		ev_set_priority(&c->kick, EV_MAXPRI);
+	}
 	c->next = s->conns;
 	s->conns = c;
 	s->nconns++;
@@ -1142,6 +1149,7 @@ int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 	}
 	s->worker_started = 1;
 	ev_io_init(&s->aw, on_accept, s->fd, EV_READ);
+	ev_set_priority(&s->aw, EV_MAXPRI); /* cheap; root's connection waits less */
 	s->aw.data = s;
 	ev_timer_init(&s->accept_pause, on_accept_pause, 0.1, 0);
 	s->accept_pause.data = s;
