@@ -41,7 +41,7 @@ const char *pmc_cli_cmd_name(enum pmc_cli_cmd cmd)
 
 void pmc_cli_usage(FILE *f)
 {
-	fputs("usage: pmcachectl [-s SOCKET] [-c CONFIG] [--json] COMMAND [ARGS]\n"
+	fputs("usage: pmcachectl [-s SOCKET] [-c CONFIG] [-t SEC] [--json] COMMAND [ARGS]\n"
 	      "\n"
 	      "commands (through the running pmcached):\n"
 	      "  status                        cache and volumes at a glance\n"
@@ -68,11 +68,13 @@ void pmc_cli_usage(FILE *f)
 	      "  -s, --socket PATH   control socket (default: from the config, else "
 	      "/run/pmcache/pmcached.sock)\n"
 	      "  -c, --config PATH   pmcached.conf for the socket and the pmem path\n"
+	      "  -t, --timeout SEC   give up when the daemon says nothing for SEC seconds\n"
+	      "                      (default 30; 0 waits forever)\n"
 	      "  -j, --json          machine-readable output\n"
 	      "  -h, --help          this text\n"
 	      "\n"
 	      "exit codes: 0 ok, 1 failed, 2 usage, 3 daemon not running, 4 permission denied,\n"
-	      "5 unknown volume, 6 device busy, 7 inconsistent metadata, 8 target holds data\n"
+	      "5 unknown volume, 6 busy (device, daemon or operation), 7 inconsistent metadata, 8 target holds data\n"
 	      "(see pmcachectl(8)).\n",
 	      f);
 }
@@ -123,6 +125,7 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 
 	memset(a, 0, sizeof(*a));
 	a->interval_s = 1.0;
+	a->timeout_s = PMC_CLI_TIMEOUT_S;
 	a->limit = 32;
 	for (int i = 0; i < argc; i++) {
 		const char *arg = argv[i], *eq, *v;
@@ -164,7 +167,7 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 			   is(arg, n, "-v", "--volume") || is(arg, n, "-i", "--interval") ||
 			   is(arg, n, "-n", "--count") || is(arg, n, NULL, "--limit") ||
 			   is(arg, n, NULL, "--block-size") || is(arg, n, NULL, "--max-volumes") ||
-			   is(arg, n, NULL, "--size")) {
+			   is(arg, n, NULL, "--size") || is(arg, n, "-t", "--timeout")) {
 			char opt[32];
 
 			snprintf(opt, sizeof(opt), "%.*s", (int)n, arg);
@@ -182,6 +185,18 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 				if (pmc_config_name_check(v, "volume", err))
 					return -EINVAL;
 				a->volume = v;
+			} else if (is(arg, n, "-t", "--timeout")) {
+				char *end;
+
+				errno = 0;
+				a->timeout_s = strtod(v, &end);
+				if (!*v || *end || errno || !(a->timeout_s >= 0) ||
+				    a->timeout_s > 86400 ||
+				    (a->timeout_s > 0 && a->timeout_s < 0.05))
+					return pmc_err_set(err, EINVAL,
+							   "%s: expects seconds, 0.05 to 86400 (0: "
+							   "wait forever), not \"%s\"",
+							   opt, v);
 			} else if (is(arg, n, "-i", "--interval")) {
 				if (parse_interval(opt, v, &a->interval_s, err))
 					return -EINVAL;

@@ -61,7 +61,7 @@ static int not_served(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err 
 	int64_t pid = 0;
 	int busy = 0;
 
-	if (pmc_client_open(&cl, ctx->socket, &e))
+	if (pmc_client_open(&cl, ctx->socket, ctx->a->timeout_s, &e))
 		return 0; /* no daemon answers there */
 	memset(&r, 0, sizeof(r));
 	if (!pmc_client_send(&cl, &req, &e) && !pmc_client_recv(&cl, &r, &e) &&

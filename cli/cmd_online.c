@@ -261,7 +261,7 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		return err->code == EPERM ? PMC_EXIT_PERM : PMC_EXIT_USAGE;
 	req.id.kind = PMC_CTL_ID_INT;
 	req.id.num = getpid();
-	if (pmc_client_open(&cl, ctx->socket, err))
+	if (pmc_client_open(&cl, ctx->socket, a->timeout_s, err))
 		return err->code == EACCES ? PMC_EXIT_PERM
 		       : err->code == ECONNREFUSED ? PMC_EXIT_NODAEMON
 						   : PMC_EXIT_FAIL;

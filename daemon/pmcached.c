@@ -3,8 +3,9 @@
  * a ublk block device, runs write-back, and serves the control socket.
  *
  * Threads: the main thread runs the libev loop (signals, control socket,
- * timers) and every control operation; one thread per ublk queue serves
- * I/O (dev.c); one thread runs write-back (wb.c).
+ * timers); the control server's worker runs volume add and remove (and
+ * flush) so the loop never waits for them (ctlsrv.c, d->lock); one thread
+ * per ublk queue serves I/O (dev.c); one thread runs write-back (wb.c).
  *
  * Start-up when the pmem cannot be mapped: volumes the state file records
  * as clean are served pass-through; the others are refused by name, and
@@ -233,8 +234,10 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct p
 		pmc_engine_detach(d->e, v->vol, 0, &ignore);
 		return rc;
 	}
+	pthread_mutex_lock(&d->lock);
 	v->conf = *vc;
 	v->used = 1;
+	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
 
@@ -246,17 +249,21 @@ struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name)
 	return NULL;
 }
 
+/* with force, a volume whose disk fails write-back is detached anyway, its
+ * dirty data kept in the pmem for the next attach; an open device is
+ * never removed. May run on the control worker (ctlsrv.c). */
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err)
 {
 	struct pmcd_volume *v = pmcd_volume_find(d, name);
+	struct pmcd_dev *dev;
 	char holder[200];
-	int rc;
+	int rc, kept = 0;
 
 	if (!v)
 		return pmc_err_set(err, ENOENT, "volume %s: not served", name);
-	if (!force && pmcd_dev_holder(v->dev->dev_id, holder, sizeof(holder)))
+	if (pmcd_dev_holder(v->dev->dev_id, holder, sizeof(holder)))
 		return pmc_err_set(err, EBUSY, "volume %s: /dev/ublkb%u is in use: %s; unmount "
-					       "or close it, or force",
+					       "or close it first",
 				   name, v->dev->dev_id, holder);
 	/* no new dirty data, then everything to the disk */
 	pmc_engine_set_mode(d->e, v->vol, PMC_MODE_WRITE_AROUND, NULL);
@@ -270,18 +277,32 @@ int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_e
 		if (rc)
 			*err = d->wb.flush_err;
 		pthread_mutex_unlock(&d->wb.lock);
-		if (rc) {
+		if (rc && !force) {
 			pmc_engine_set_mode(d->e, v->vol, v->conf.vc.mode, NULL);
 			return rc;
 		}
+		if (rc) {
+			pmc_log(LOG_WARNING,
+				"volume %s: %s; detaching anyway (force): its dirty data stays "
+				"in the pmem until it is added again",
+				name, err->msg);
+			pmc_err_clear(err);
+			kept = 1;
+		}
 	}
-	pmcd_dev_stop(v->dev);
+	pthread_mutex_lock(&d->lock);
+	dev = v->dev;
 	v->dev = NULL;
-	rc = pmc_engine_detach(d->e, v->vol, 1, err);
 	v->used = 0;
+	pthread_mutex_unlock(&d->lock);
+	pmcd_dev_stop(dev);
+	rc = pmc_engine_detach(d->e, v->vol, !kept, err);
 	if (rc)
 		return rc;
-	pmc_log(LOG_INFO, "volume %s: removed; all its data is on %s", name, v->conf.disk);
+	if (kept)
+		pmc_log(LOG_WARNING, "volume %s: detached with dirty data kept in the pmem", name);
+	else
+		pmc_log(LOG_INFO, "volume %s: removed; all its data is on %s", name, v->conf.disk);
 	return 0;
 }
 
@@ -751,6 +772,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	pthread_mutex_init(&d->lock, NULL);
 	snprintf(d->conf_path, sizeof(d->conf_path), "%s", conf);
 	if (reload_pid)
 		return reload_client(reload_pid);

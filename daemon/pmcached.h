@@ -3,6 +3,7 @@
 #define PMCD_H
 
 #include <ev.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "cache.h"
@@ -32,6 +33,9 @@ struct pmcd {
 	struct pmc_engine *e;
 	struct pmc_ublk_ctrl *ctrl;
 	struct pmcd_wb wb;
+	/* vols[]: changed by the control worker (ctlsrv.c) under lock, read by
+	 * the loop under lock; the worker reads names without it */
+	pthread_mutex_t lock;
 	struct pmcd_volume vols[PMCD_MAX_VOLUMES];
 	int stopping;
 	int remove_devices;		/* shutdown --remove-devices */

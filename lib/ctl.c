@@ -642,7 +642,7 @@ static struct json_object *reply_new(const struct pmc_ctl_id *id)
 {
 	struct json_object *o = json_object_new_object();
 
-	if (o && add_id(o, id)) {
+	if (o && (add(o, "v", json_object_new_int(PMC_CTL_VERSION)) || add_id(o, id))) {
 		json_object_put(o);
 		o = NULL;
 	}
@@ -662,7 +662,7 @@ char *pmc_ctl_reply_ok(const struct pmc_ctl_id *id, struct json_object *payload)
 	if (!rc && payload && json_object_is_type(payload, json_type_object)) {
 		json_object_object_foreach(payload, key, val)
 		{
-			if (!rc && strcmp(key, "id") && strcmp(key, "ok"))
+			if (!rc && strcmp(key, "id") && strcmp(key, "ok") && strcmp(key, "v"))
 				rc = add(o, key, json_object_get(val));
 		}
 	} else if (!rc && payload) {
@@ -767,6 +767,21 @@ int pmc_ctl_decode_reply(const char *buf, size_t len, struct pmc_ctl_reply *out,
 		if (rc)
 			goto fail;
 	}
+	if (json_object_object_get_ex(o, "v", &j)) {
+		if (!json_object_is_type(j, json_type_int) || json_object_get_int64(j) < 1 ||
+		    json_object_get_int64(j) > 1000000) {
+			rc = pmc_err_set(err, EPROTO, "reply v: expected a protocol version >= 1");
+			goto fail;
+		}
+		out->version = (int)json_object_get_int64(j);
+		if (out->version != PMC_CTL_VERSION) {
+			rc = pmc_err_set(err, EPROTO,
+					 "reply: the daemon speaks protocol version %d, this client "
+					 "version %d",
+					 out->version, PMC_CTL_VERSION);
+			goto fail;
+		}
+	}
 	if (!json_object_object_get_ex(o, "ok", &ok)) {
 		if (!json_object_object_get_ex(o, "progress", &prog)) {
 			rc = pmc_err_set(err, EPROTO, "reply: neither \"ok\" nor \"progress\"");
@@ -817,7 +832,7 @@ int pmc_ctl_decode_reply(const char *buf, size_t len, struct pmc_ctl_reply *out,
 	}
 	json_object_object_foreach(o, key, val)
 	{
-		if (!strcmp(key, "id") || !strcmp(key, "ok"))
+		if (!strcmp(key, "id") || !strcmp(key, "ok") || !strcmp(key, "v"))
 			continue;
 		if (add(out->payload, key, json_object_get(val))) {
 			rc = pmc_err_set(err, ENOMEM, "reply: out of memory");
