@@ -25,6 +25,7 @@
 
 #include "ctl.h"
 #include "ctlsrv.h"
+#include "diskid.h"
 #include "log.h"
 #include "pmcached.h"
 #include "ring.h"
@@ -155,6 +156,7 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v)
 	snprintf(dev, sizeof(dev), "/dev/ublkb%u", v->dev ? v->dev->dev_id : 0);
 	json_object_object_add(o, "name", json_object_new_string(v->conf.name));
 	json_object_object_add(o, "disk", json_object_new_string(v->conf.disk));
+	json_object_object_add(o, "disk_id", json_object_new_string(pmcd_volume_disk_id(d, v)));
 	json_object_object_add(o, "device", json_object_new_string(dev));
 	json_object_object_add(o, "mode", json_object_new_string(pmc_mode_name(mode)));
 	json_object_object_add(o, "draining", json_object_new_boolean(draining));
@@ -425,7 +427,10 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 		do_flush(c, &r);
 		break;
 	case PMC_CTL_VOLUME_ADD:
-		rc = pmcd_volume_add(d, &r.add, &err);
+		rc = pmcd_volume_add(d, &r.add,
+				     (r.replace_disk ? PMC_ATTACH_REPLACE_DISK : 0) |
+					 (r.discard_dirty ? PMC_ATTACH_DISCARD_DIRTY : 0),
+				     &err);
 		if (rc)
 			send_err(c, &r.id, -rc, err.msg);
 		else

@@ -34,9 +34,14 @@
  *          without: {"ok":true,"stats":O (whole cache, "name":""),
  *                    "volumes":[O, ...]}
  *   {"cmd":"volume-add","name":S,"disk":S,"mode":S?,"admit_after_misses":N?,
- *    "seq_cutoff":N|S?,"nospace":S?,"ublk_id":N?}
+ *    "seq_cutoff":N|S?,"nospace":S?,"ublk_id":N?,"replace_disk":B?,
+ *    "discard_dirty":B?}
  *       Attach a disk as a new volume; the options are the volume keys of
- *       the config, with the same types, ranges and defaults.
+ *       the config, with the same types, ranges and defaults. A volume the
+ *       cache knows attaches only to the disk whose identity it recorded;
+ *       replace_disk records the new disk's identity instead and drops the
+ *       volume's cached blocks (refused while it has dirty ones, unless
+ *       discard_dirty, which needs replace_disk).
  *       -> {"ok":true,"volume":S,"device":"/dev/ublkbN","ublk_id":N}
  *   {"cmd":"volume-remove","name":S,"force":B?}
  *       Write back the volume's dirty data (progress lines), stop its device
@@ -45,7 +50,7 @@
  *       dirty data stays in the pmem until the volume is added again.
  *       -> {"ok":true}
  *   {"cmd":"volume-list"}
- *       -> {"ok":true,"volumes":[{"name":S,"disk":S,"device":S,"ublk_id":N,
+ *       -> {"ok":true,"volumes":[{"name":S,"disk":S,"disk_id":S,"device":S,"ublk_id":N,
  *           "mode":S,"draining":B,"size_bytes":N,"dirty_blocks":N,
  *           "error":N (sticky disk errno, 0 if none)}, ...]}
  *   {"cmd":"set","volume":S?,"key":S,"value":N|S}
@@ -132,6 +137,7 @@ struct pmc_ctl_req {
 	/* volume-add: name, disk and options, the absent ones at their defaults */
 	struct pmc_config_volume add;
 	int force;			  /* volume-remove */
+	int replace_disk, discard_dirty;  /* volume-add */
 	const struct pmc_config_key *key; /* set, get: an entry of pmc_config_table */
 	int64_t value;			  /* set: the number, or a word's index */
 };

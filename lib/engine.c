@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "cache_internal.h"
+#include "diskid.h"
 #include "engine.h"
 #include "log.h"
 #include "ring.h"
@@ -520,6 +521,13 @@ static void state_mark_clean(struct pmc_engine *e)
 int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
 		      const struct pmc_volume_conf *vc, uint32_t *vol, struct pmc_err *err)
 {
+	return pmc_engine_attach_flags(e, name, disk, vc, 0, vol, err);
+}
+
+int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
+			    const struct pmc_volume_conf *vc, unsigned flags, uint32_t *vol,
+			    struct pmc_err *err)
+{
 	struct pmc_volume_conf def, pt = {.mode = PMC_MODE_PASS_THROUGH,
 					  .nospace = PMC_NOSPACE_AROUND};
 	struct pmc_volume_info vi;
@@ -556,10 +564,17 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 					   " bytes, the cache holds a volume of %" PRIu64 " bytes",
 					   name, disk->path, disk->size, vi.size_bytes);
 		}
+		/* the disk must be the one the volume's data belongs to (diskid.c) */
+		rc = e->vols[slot].disk ? 0 : pmc_disk_id_attach(e->c, slot, name, disk, flags, err);
+		if (rc) {
+			pthread_mutex_unlock(&e->lock);
+			return rc;
+		}
+		pmc_cache_volume_info(e->c, slot, &vi);
 	} else {
 		uint64_t size = disk->size / e->bs * e->bs;
 
-		rc = pmc_cache_volume_add(e->c, name, disk->path, size, &slot, err);
+		rc = pmc_disk_id_volume_add(e->c, name, disk, size, &slot, err);
 		if (rc) {
 			pthread_mutex_unlock(&e->lock);
 			return rc;
