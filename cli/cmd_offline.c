@@ -159,6 +159,8 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		json_object_object_add(o, "stale", json_object_new_uint64(rep.stale));
 		json_object_object_add(o, "orphans", json_object_new_uint64(rep.orphans));
 		json_object_object_add(o, "free", json_object_new_uint64(rep.free));
+		json_object_object_add(o, "lost", json_object_new_uint64(rep.lost));
+		json_object_object_add(o, "bad", json_object_new_uint64(rep.bad));
 		json_object_object_add(o, "max_chain", json_object_new_uint64(rep.max_chain));
 		json_object_object_add(o, "last_close_clean", json_object_new_boolean(ci.was_clean));
 		json_object_object_add(o, "repaired", json_object_new_uint64(0));
@@ -174,6 +176,10 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		printf("unlinked     %" PRIu64 " free, %" PRIu64
 		       " orphans (reclaimed lazily by the allocator)\n",
 		       rep.free, rep.orphans);
+		if (rep.lost || rep.bad)
+			printf("media errors %" PRIu64 " blocks of dirty data lost (reads fail), %" PRIu64
+			       " blocks retired\n",
+			       rep.lost, rep.bad);
 		printf("longest hash chain %" PRIu64 "\n", rep.max_chain);
 		printf("result       %s\n", rc ? "INCONSISTENT" : "consistent");
 		if (ctx->a->repair)
@@ -344,8 +350,12 @@ static const char *blk_state(uint64_t s)
 		return "clean";
 	case PMC_BLK_DIRTY:
 		return "dirty";
+	case PMC_BLK_LOST:
+		return "lost";
+	case PMC_BLK_BAD:
+		return "retired";
 	}
-	return "bad";
+	return "invalid";
 }
 
 static struct json_object *sb_json(const struct pmc_sb *s)

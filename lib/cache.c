@@ -25,6 +25,9 @@
 #include <sys/random.h>
 
 #include "cache_internal.h"
+#include "check.h"
+#include "log.h"
+#include "poison.h"
 
 static void random_uuid(uint8_t uuid[16])
 {
@@ -196,6 +199,46 @@ static void vol_convert(struct pmc_cache *c)
 	c->sb.ro_compat |= PMC_FEAT_RO_COMPAT_DISK_ID | PMC_FEAT_RO_COMPAT_QUARANTINE;
 }
 
+/*
+ * A read-write open: after an unsafe shutdown of the namespace (its count
+ * moved since the last open of this cache on the same device) lines the
+ * ADR should have drained may be lost: the whole metadata is checked
+ * before anything is served, and the open refused if it fails. Then the
+ * bad blocks are quarantined, and the count and device id recorded (the
+ * open.epoch commit writes them).
+ */
+static int media_check(struct pmc_cache *c, struct pmc_err *err)
+{
+	struct pmc_pmem *pm = c->pm;
+	int rc;
+
+	if (pm->usc_valid && c->sb.pmem_id[0] &&
+	    !strncmp(c->sb.pmem_id, pm->dev_id, sizeof(c->sb.pmem_id)) &&
+	    c->sb.pmem_usc != pm->usc) {
+		struct pmc_check_report rep;
+		struct pmc_err cerr = {0};
+
+		pmc_log(LOG_WARNING,
+			"pmem %s: unsafe shutdown (count %" PRIu64 " -> %" PRIu64 "): checking the "
+			"whole metadata before serving",
+			pm->path, c->sb.pmem_usc, pm->usc);
+		if (pmc_cache_check(c, &rep, &cerr))
+			return pmc_err_set(err, EUCLEAN,
+					   "pmem %s: after an unsafe shutdown the metadata check "
+					   "failed: %s",
+					   pm->path, cerr.msg);
+	}
+	rc = pmc_cache_badblocks(c, err);
+	if (rc)
+		return rc;
+	if (pm->usc_valid) {
+		c->sb.pmem_usc = pm->usc;
+		memset(c->sb.pmem_id, 0, sizeof(c->sb.pmem_id));
+		memcpy(c->sb.pmem_id, pm->dev_id, strnlen(pm->dev_id, sizeof(c->sb.pmem_id) - 1));
+	}
+	return 0;
+}
+
 int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 		   struct pmc_err *err)
 {
@@ -257,6 +300,13 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 	}
 	if (!c->rdonly && c->sb.minor == 0)
 		vol_convert(c);
+	if (!c->rdonly) {
+		rc = media_check(c, err);
+		if (rc) {
+			cache_free(c);
+			return rc;
+		}
+	}
 	if (!c->rdonly) {
 		/* crash point open.epoch: a new epoch voids old pins; not clean
 		 * until the next close */

@@ -48,6 +48,11 @@ enum pmc_block_state {
 	PMC_BLK_FREE = 0,
 	PMC_BLK_CLEAN = 1,
 	PMC_BLK_DIRTY = 2,
+	/* 1.1 (poison.h): linked, its dirty data lost to a media error: reads
+	 * fail with -EIO, write-back skips it */
+	PMC_BLK_LOST = 3,
+	/* 1.1: unlinked, its media is bad: never allocated again */
+	PMC_BLK_BAD = 4,
 };
 
 struct pmc_volume_info {
