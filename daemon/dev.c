@@ -444,7 +444,7 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 
 		if (ctrl->feat.flags & UBLK_F_USER_RECOVERY_REISSUE)
 			flags |= UBLK_F_USER_RECOVERY_REISSUE;
-		rc = pmc_ublk_add(ctrl, conf->dev_id, conf->nr_queues, conf->depth, conf->max_io,
+		rc = pmc_ublk_add(ctrl, d->conf.dev_id, conf->nr_queues, conf->depth, conf->max_io,
 				  flags, &d->info, err);
 		if (rc)
 			goto err_free;

@@ -257,6 +257,11 @@ int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
 	if (rc)
 		return rc;
 	if (flags & PMC_ATTACH_REPLACE_DISK) {
+		if (disk->size < vi.size_bytes)
+			return pmc_err_set(err, ENOSPC,
+					   "volume %s: disk %s has %" PRIu64 " bytes, the volume has %"
+					   PRIu64 "; not replacing its disk",
+					   name, disk->path, disk->size, vi.size_bytes);
 		rc = pmc_cache_volume_set_id(c, vol, &id, 1, !!(flags & PMC_ATTACH_DISCARD_DIRTY),
 					     err);
 		if (rc == 0)

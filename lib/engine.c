@@ -559,6 +559,13 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 		}
 		vc = &pt;
 	} else if (pmc_cache_volume_find(e->c, name, &slot) == 0) {
+		/* the disk must be the one the volume's data belongs to (diskid.c),
+		 * checked first: another disk is refused as such, whatever its size */
+		rc = e->vols[slot].disk ? 0 : pmc_disk_id_attach(e->c, slot, name, disk, flags, err);
+		if (rc) {
+			pthread_mutex_unlock(&e->lock);
+			return rc;
+		}
 		pmc_cache_volume_info(e->c, slot, &vi);
 		if (disk->size < vi.size_bytes) {
 			pthread_mutex_unlock(&e->lock);
@@ -567,13 +574,6 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 					   " bytes, the cache holds a volume of %" PRIu64 " bytes",
 					   name, disk->path, disk->size, vi.size_bytes);
 		}
-		/* the disk must be the one the volume's data belongs to (diskid.c) */
-		rc = e->vols[slot].disk ? 0 : pmc_disk_id_attach(e->c, slot, name, disk, flags, err);
-		if (rc) {
-			pthread_mutex_unlock(&e->lock);
-			return rc;
-		}
-		pmc_cache_volume_info(e->c, slot, &vi);
 	} else {
 		uint64_t size = disk->size / e->bs * e->bs;
 
