@@ -30,12 +30,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "diskid.h"
 #include "etest.h"
 #include "t.h"
 
@@ -914,6 +916,28 @@ static void sc_nospace(void)
 	nospace_case(PMC_MODE_WRITE_THROUGH, PMC_NOSPACE_AROUND);
 }
 
+/* a disk that reports the identity of the file at d->priv */
+static int shrunk_identify(struct pmc_disk *d, struct pmc_disk_id *id, struct pmc_err *e)
+{
+	int fd = open(d->priv, O_RDONLY), rc;
+
+	if (fd < 0)
+		return pmc_err_set(e, errno, "%s: %s", (const char *)d->priv, strerror(errno));
+	rc = pmc_disk_id_get(fd, d->size, id, e);
+	close(fd);
+	return rc;
+}
+
+static void shrunk_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
+{
+	pmc_disk_default_ops.submit(d, r, io);
+}
+
+static const struct pmc_disk_ops shrunk_ops = {
+	.submit = shrunk_submit,
+	.identify = shrunk_identify,
+};
+
 static void sc_refusals(void)
 {
 	struct pmc_wb_conf wb;
@@ -943,10 +967,15 @@ static void sc_refusals(void)
 		      g_v[0].name);
 		pmc_disk_close(d2);
 	}
-	/* a volume the cache knows needs a disk at least as large as recorded */
+	/* a volume the cache knows needs its own disk (diskid.h) ... */
 	pmc_queue_destroy(g_q);
 	et_close(&g_t, 0);
 	et_open(&g_t, 0);
+	T_ERR(pmc_engine_attach(g_t.e, g_v[0].name, d, NULL, &vol, &err), EXDEV, "wrong disk");
+	/* ... at least as large as recorded: the small one standing for the
+	 * volume's own disk, shrunk */
+	d->ops = &shrunk_ops;
+	d->priv = g_v[0].path;
 	T_ERR(pmc_engine_attach(g_t.e, g_v[0].name, d, NULL, &vol, &err), ENOSPC, g_v[0].name);
 	T_TRUE(strstr(err.msg, small) != NULL);
 	pmc_disk_close(d); /* refused: still ours */
