@@ -781,6 +781,18 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 		start_job(c, &r);
 		return;
 	case PMC_CTL_SHUTDOWN:
+		if (r.remove_devices) {
+			/* refused while a device is held: nothing is stopped */
+			pthread_mutex_lock(&d->lock);
+			rc = pmcd_shutdown_remove(d, &err);
+			pthread_mutex_unlock(&d->lock);
+			if (rc) {
+				send_err(c, &r.id, -rc, err.msg);
+				return;
+			}
+			conn_send(c, pmc_ctl_reply_ok(&r.id, NULL));
+			return;
+		}
 		conn_send(c, pmc_ctl_reply_ok(&r.id, NULL));
 		pmcd_shutdown(d);
 		return;
@@ -1076,6 +1088,20 @@ static int group_gid(const char *key, const char *name, gid_t *gid, int *has, st
 	return 0;
 }
 
+/* does a process accept connections on the socket at path? */
+static int socket_alive(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), alive;
+
+	if (fd < 0)
+		return 0;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
+	close(fd);
+	return alive;
+}
+
 int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 {
 	struct ctlsrv *s = calloc(1, sizeof(*s));
@@ -1109,6 +1135,13 @@ int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 			free(s);
 			return pmc_err_set(err, EEXIST, "control socket %s: exists and is not a socket",
 					   path);
+		}
+		/* replaced only when nobody answers on it: a live daemon's
+		 * socket is never taken over */
+		if (socket_alive(path)) {
+			free(s);
+			return pmc_err_set(err, EADDRINUSE,
+					   "control socket %s: another daemon answers on it", path);
 		}
 		unlink(path);
 	}
