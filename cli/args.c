@@ -47,7 +47,9 @@ void pmc_cli_usage(FILE *f)
 	      "  status                        cache and volumes at a glance\n"
 	      "  stats [VOLUME] [--watch[=SEC]] [-n COUNT] [-H|--histograms] [--prometheus]\n"
 	      "                                counters and latency, per volume and total\n"
-	      "  volume add NAME DISK [KEY=VALUE...]   attach a disk (mode=, seq_cutoff=, ...)\n"
+	      "  volume add NAME DISK [KEY=VALUE...] [--replace-disk [--discard-dirty]]\n"
+	      "                                attach a disk (mode=, seq_cutoff=, ...); a known\n"
+	      "                                volume only to the disk the cache recorded\n"
 	      "  volume remove NAME [--force]  write back, stop and detach a volume\n"
 	      "  volume list                   the volumes served\n"
 	      "  set [-v VOLUME] KEY VALUE     change a run-time tunable or a volume's mode\n"
@@ -155,6 +157,10 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 			a->force = 1;
 		} else if (is(arg, n, NULL, "--remove-devices")) {
 			a->remove_devices = 1;
+		} else if (is(arg, n, NULL, "--replace-disk")) {
+			a->replace_disk = 1;
+		} else if (is(arg, n, NULL, "--discard-dirty")) {
+			a->discard_dirty = 1;
 		} else if (is(arg, n, NULL, "--repair")) {
 			a->repair = 1;
 		} else if (is(arg, n, "-a", "--all")) {
@@ -354,6 +360,10 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 			return pmc_err_set(err, EINVAL, "%s: the disk must be an absolute path of at most %u bytes",
 					   a->pos[1], PMC_VOLUME_DISK_MAX);
 		snprintf(v->disk, sizeof(v->disk), "%s", a->pos[1]);
+		if (a->discard_dirty && !a->replace_disk)
+			return pmc_err_set(err, EINVAL, "--discard-dirty: only with --replace-disk");
+		req->replace_disk = a->replace_disk;
+		req->discard_dirty = a->discard_dirty;
 		for (int p = 2; p < a->npos; p++) {
 			const char *eq = strchr(a->pos[p], '=');
 			const struct pmc_config_key *k;

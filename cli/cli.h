@@ -62,6 +62,8 @@ struct pmc_cli_args {
 	int histograms;	     /* stats -H */
 	int force;	     /* volume remove, format */
 	int remove_devices;  /* shutdown */
+	int replace_disk;    /* volume add: record a new disk for a known volume */
+	int discard_dirty;   /* volume add --replace-disk: drop its dirty blocks */
 	int repair;	     /* check */
 	int all;	     /* dump: every volume slot and descriptor */
 	uint64_t limit;	     /* dump: descriptors shown; default 32 */

@@ -55,7 +55,10 @@ _pmcachectl()
 		case $cmd in
 		stats) opts+=" --watch --interval --count --histograms --prometheus --volume" ;;
 		set | get | flush) opts+=" --volume" ;;
-		volume) [[ $sub == remove ]] && opts+=" --force" ;;
+		volume)
+			[[ $sub == remove ]] && opts+=" --force"
+			[[ $sub == add ]] && opts+=" --replace-disk --discard-dirty"
+			;;
 		shutdown) opts+=" --remove-devices" ;;
 		check) opts+=" --repair" ;;
 		format) opts+=" --force --block-size --max-volumes --size" ;;

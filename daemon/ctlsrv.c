@@ -55,6 +55,7 @@
 
 #include "ctl.h"
 #include "ctlsrv.h"
+#include "diskid.h"
 #include "log.h"
 #include "pmcached.h"
 #include "ring.h"
@@ -275,6 +276,7 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v)
 	snprintf(dev, sizeof(dev), "/dev/ublkb%u", v->dev ? v->dev->dev_id : 0);
 	json_object_object_add(o, "name", json_object_new_string(v->conf.name));
 	json_object_object_add(o, "disk", json_object_new_string(v->conf.disk));
+	json_object_object_add(o, "disk_id", json_object_new_string(pmcd_volume_disk_id(d, v)));
 	json_object_object_add(o, "device", json_object_new_string(dev));
 	json_object_object_add(o, "mode", json_object_new_string(pmc_mode_name(mode)));
 	json_object_object_add(o, "draining", json_object_new_boolean(draining));
@@ -557,7 +559,10 @@ static void *worker_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		switch (j->req.cmd) {
 		case PMC_CTL_VOLUME_ADD:
-			j->rc = pmcd_volume_add(d, &j->req.add, &j->err);
+			j->rc = pmcd_volume_add(d, &j->req.add,
+						(j->req.replace_disk ? PMC_ATTACH_REPLACE_DISK : 0) |
+							(j->req.discard_dirty ? PMC_ATTACH_DISCARD_DIRTY : 0),
+						&j->err);
 			break;
 		case PMC_CTL_VOLUME_REMOVE:
 			j->rc = pmcd_volume_remove(d, j->req.volume, j->req.force, &j->err);

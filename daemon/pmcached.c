@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "ctlsrv.h"
+#include "diskid.h"
 #include "lock.h"
 #include "log.h"
 #include "pmcached.h"
@@ -188,7 +189,18 @@ static int ublk_id_for(const struct pmc_config_volume *vc, uint32_t slot)
 	return vc->ublk_id >= 0 ? vc->ublk_id : (int)slot;
 }
 
-int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct pmc_err *err)
+const char *pmcd_volume_disk_id(struct pmcd *d, struct pmcd_volume *v)
+{
+	struct pmc_volume_info vi;
+
+	if (!d->cache || pmc_cache_volume_info(d->cache, v->vol, &vi) || vi.id_state != 1)
+		return "";
+	snprintf(v->disk_id, sizeof(v->disk_id), "%s", vi.disk_id.text);
+	return v->disk_id;
+}
+
+int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
+		    struct pmc_err *err)
 {
 	struct pmcd_volume *v = NULL;
 	struct pmcd_dev_conf dc;
@@ -209,7 +221,7 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct p
 	rc = pmc_disk_open(vc->disk, 0, &disk, err);
 	if (rc)
 		return rc;
-	rc = pmc_engine_attach(d->e, vc->name, disk, &vc->vc, &v->vol, err);
+	rc = pmc_engine_attach_flags(d->e, vc->name, disk, &vc->vc, flags, &v->vol, err);
 	if (rc) {
 		pmc_disk_close(disk);
 		return rc;
@@ -222,6 +234,7 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct p
 	dc.depth = (uint16_t)d->conf.queues_depth;
 	dc.max_io = d->conf.wb.max_req_bytes;
 	dc.size = pmc_engine_volume_size(d->e, v->vol);
+	dc.disk_id = pmcd_volume_disk_id(d, v);
 	/* acknowledged writes of write-back and write-through are durable: no
 	 * volatile cache to flush; the other modes write the disk directly */
 	dc.volatile_cache = vc->vc.mode == PMC_MODE_WRITE_AROUND ||
@@ -704,7 +717,7 @@ static int start(struct pmcd *d, struct pmc_err *err)
 	for (unsigned i = 0; i < c->nr_volumes; i++) {
 		struct pmc_err verr = {0};
 
-		if (pmcd_volume_add(d, &c->volumes[i], &verr))
+		if (pmcd_volume_add(d, &c->volumes[i], 0, &verr))
 			pmc_log(LOG_ERR, "%s", verr.msg);
 		else
 			served++;

@@ -21,6 +21,7 @@ struct pmcd_volume {
 	uint32_t vol;		/* engine slot */
 	struct pmcd_dev *dev;
 	struct pmc_config_volume conf;
+	char disk_id[PMC_DISK_ID_MAX + 1]; /* pmcd_volume_disk_id() */
 };
 
 struct pmcd {
@@ -47,7 +48,11 @@ struct pmcd {
 };
 
 /* volumes at run time (pmcached.c) */
-int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct pmc_err *err);
+/* flags: PMC_ATTACH_* (diskid.h) */
+int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
+		    struct pmc_err *err);
+/* the identity the cache recorded for the volume's disk; "" none */
+const char *pmcd_volume_disk_id(struct pmcd *d, struct pmcd_volume *v);
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err);
 struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name);
 void pmcd_status(struct pmcd *d, char *buf, size_t len);

@@ -309,7 +309,7 @@ static int field_allowed(enum pmc_ctl_cmd cmd, const char *name)
 	if (cmd == PMC_CTL_VOLUME_ADD) {
 		const struct pmc_config_key *k = pmc_config_key_find(PMC_CONFIG_SCOPE_VOLUME, name);
 
-		return k != NULL;
+		return k != NULL || !strcmp(name, "replace_disk") || !strcmp(name, "discard_dirty");
 	}
 	for (unsigned i = 0; i < 4 && cmd_fields[cmd][i]; i++)
 		if (!strcmp(cmd_fields[cmd][i], name))
@@ -431,6 +431,15 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 			const struct pmc_config_key *k =
 			    pmc_config_key_find(PMC_CONFIG_SCOPE_VOLUME, key);
 
+			if (!k && (!strcmp(key, "replace_disk") || !strcmp(key, "discard_dirty"))) {
+				if (!json_object_is_type(jv, json_type_boolean))
+					return pmc_err_set(err, EINVAL,
+							   "%s %s: expected a boolean, got %s", cmd,
+							   key, jtype_name(jv));
+				*(key[0] == 'r' ? &r->replace_disk : &r->discard_dirty) =
+				    json_object_get_boolean(jv) ? 1 : 0;
+				continue;
+			}
 			if (!k)
 				continue; /* cmd, id */
 			snprintf(where, sizeof(where), "%s %s", cmd, key);
@@ -439,6 +448,8 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 			if (rc)
 				return rc;
 		}
+		if (r->discard_dirty && !r->replace_disk)
+			return pmc_err_set(err, EINVAL, "%s: discard_dirty needs replace_disk", cmd);
 		return 0;
 	case PMC_CTL_SET:
 	case PMC_CTL_GET:
@@ -606,6 +617,10 @@ static int encode_fields(struct json_object *o, const struct pmc_ctl_req *r)
 			if (n != pmc_config_key_load(k, &def))
 				rc = add(o, k->key, jnum(k, n));
 		}
+		if (!rc && r->replace_disk)
+			rc = add(o, "replace_disk", json_object_new_boolean(1));
+		if (!rc && r->discard_dirty)
+			rc = add(o, "discard_dirty", json_object_new_boolean(1));
 		return rc;
 	default:
 		return 0;

@@ -43,13 +43,18 @@
  *       Counters of the whole cache ("total") and of each volume, or of the
  *       one named; objects as pmc_stats_render_json() writes them.
  *   {"cmd":"volume-add","name":S,"disk":S,"mode":S?,"admit_after_misses":N?,
- *    "seq_cutoff":N|S?,"nospace":S?,"ublk_id":N?}
+ *    "seq_cutoff":N|S?,"nospace":S?,"ublk_id":N?,"replace_disk":B?,
+ *    "discard_dirty":B?}
  *       Attach a block device as a new volume; the options are the volume
  *       keys of the config, with the same types, ranges and defaults. The
  *       disk must be a block device whose name under /dev matches
  *       control.allowed_disks (the volume records that name); it is opened
  *       O_EXCL. Callers other than root are told only that a disk is not
- *       one they may add, never why. The reply lists every volume.
+ *       one they may add, never why. A volume the cache knows attaches only
+ *       to the disk whose identity it recorded; replace_disk records the
+ *       new disk's identity instead and drops the volume's cached blocks
+ *       (refused while it has dirty ones, unless discard_dirty, which needs
+ *       replace_disk). The reply lists every volume.
  *   {"cmd":"volume-remove","name":S,"force":B?}
  *       Write back the volume's dirty data (progress lines), stop its device
  *       and detach it. Refused with EBUSY while the device is open (force
@@ -110,7 +115,7 @@
  *       "block_size":N?,"nr_blocks":N?,"dirty_blocks":N?,"clean_blocks":N?,
  *       "counts_valid":B?,"last_restart":S?,"boot_epoch":N?,
  *       "store_granularity":S?,"pmem_unavailable":B?,"volumes":[VOLUME]}
- *   @VOLUME {"name":S,"disk":S,"device":S,"mode":S,"draining":B,
+ *   @VOLUME {"name":S,"disk":S,"disk_id":S,"device":S,"mode":S,"draining":B,
  *       "size_bytes":N,"dirty_blocks":N,"clean_blocks":N,
  *       "oldest_dirty_age_ms":N,"error":N,"error_text":S,"recovered":B}
  *   @stats {"ok":true,"total":O,"volumes":[O]}
@@ -178,6 +183,7 @@ struct pmc_ctl_req {
 	struct pmc_config_volume add;
 	int force;			  /* volume-remove */
 	int remove_devices;		  /* shutdown */
+	int replace_disk, discard_dirty;  /* volume-add */
 	const struct pmc_config_key *key; /* set, get: an entry of pmc_config_table */
 	int64_t value;			  /* set: the number, or a word's index */
 };

@@ -52,7 +52,8 @@ static void serve_conn(int fd)
 					"\"nr_blocks\":1000,\"dirty_blocks\":100,\"clean_blocks\":50,"
 					"\"counts_valid\":true,\"last_restart\":\"clean\",\"boot_epoch\":3,"
 					"\"store_granularity\":\"cache-line\",\"volumes\":[{\"name\":\"v0\","
-					"\"disk\":\"/dev/nvme0n1\",\"device\":\"/dev/ublkb0\",\"ublk_id\":0,"
+					"\"disk\":\"/dev/nvme0n1\",\"disk_id\":\"nvme.sn-S123-ns1\","
+					"\"device\":\"/dev/ublkb0\",\"ublk_id\":0,"
 					"\"mode\":\"write-back\",\"draining\":false,\"size_bytes\":1073741824,"
 					"\"dirty_blocks\":100,\"clean_blocks\":50,\"error\":5,"
 					"\"error_text\":\"Input/output error\",\"recovered\":false}]}");
@@ -186,7 +187,8 @@ int main(int argc, char **argv)
 
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 0);
 	T_TRUE(strstr(out, "dirty 400 KiB (10.0%), clean 200 KiB (5.0%)"));
-	T_TRUE(strstr(out, "v0      write-back  failed  /dev/ublkb0  /dev/nvme0n1  1.00 GiB"));
+	T_TRUE(strstr(out, "v0      write-back  failed  /dev/ublkb0  /dev/nvme0n1  nvme.sn-S123-ns1  "
+			   "1.00 GiB"));
 	T_TRUE(strstr(out, "Input/output error"));
 
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "get", "log.level", NULL), 1);

@@ -49,7 +49,8 @@ static gid_t ctl_gid, admin_gid;
 
 static struct pmcd srv;
 
-int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct pmc_err *err)
+int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
+		    struct pmc_err *err)
 {
 	struct pmcd_volume *v = NULL;
 	struct pmc_disk *disk;
@@ -163,7 +164,7 @@ static int server_main(void)
 		pmc_config_volume_default(&vc);
 		snprintf(vc.name, sizeof(vc.name), "v%d", i);
 		snprintf(vc.disk, sizeof(vc.disk), "%s", path);
-		T_OK(pmcd_volume_add(d, &vc, &err));
+		T_OK(pmcd_volume_add(d, &vc, 0, &err));
 		d->conf.volumes[i] = vc;
 	}
 	T_OK(pmcd_ctlsrv_start(d, &err));
