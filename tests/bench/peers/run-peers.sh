@@ -6,7 +6,7 @@
 # ratios and the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
 #
 # usage: run-peers.sh [-B BUILD] [-o OUT] [--smoke] [--disk-delay-ms N]
-#                     [--no-plots] [--no-core]
+#                     [--systems LIST] [--no-plots] [--no-core]
 #   -B BUILD    a configured and built build directory (default: build/bench);
 #               the guest image is built into it if missing (vm-image)
 #   -o OUT      where the results go (default: BUILD/bench-peers/full or smoke,
@@ -15,6 +15,9 @@
 #               (pmcache-bench core)
 #   --smoke     1 s per job, small sizes, a small trace (the vm-bench-smoke
 #               CTest, which also passes --disk-delay-ms 1)
+#   --systems LIST
+#               only these systems (comma-separated, pmcache among them; default
+#               pmcache,ublkceiling,dmwritecache,bcache,rawnvme), for a shorter run
 #   --disk-delay-ms N
 #               dm-delay under the backing disk of every system: N ms more
 #               per disk I/O (2: a disk array or a network disk). A full run
@@ -29,6 +32,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../../.." && pwd)
 BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0
+ALL=pmcache,ublkceiling,dmwritecache,bcache,rawnvme SYSTEMS=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-B) BUILD=$2; shift ;;
@@ -38,6 +42,19 @@ while [ $# -gt 0 ]; do
 		DELAY=${2:-}
 		case $DELAY in '' | *[!0-9]*)
 			echo "run-peers: --disk-delay-ms needs a whole number of ms, not '$DELAY'" >&2
+			exit 1 ;;
+		esac
+		shift ;;
+	--systems)
+		SYSTEMS=${2:-}
+		for s in $(echo "$SYSTEMS" | tr ',' ' '); do
+			case ,$ALL, in *,$s,*) ;; *)
+				echo "run-peers: --systems: unknown system '$s' (of $ALL)" >&2
+				exit 1 ;;
+			esac
+		done
+		case ,$SYSTEMS, in *,pmcache,*) ;; *)
+			echo "run-peers: --systems must include pmcache" >&2
 			exit 1 ;;
 		esac
 		shift ;;
@@ -89,7 +106,7 @@ cp -r "$TOP/tests/vm/guest" "$RUNNER/"
 LOADPID=$!
 trap 'kill $LOADPID 2>/dev/null; rm -rf "$RUNNER"' EXIT
 bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 5400 \
-	-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" || rc=$?
+	-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" "${SYSTEMS:-$ALL}" || rc=$?
 kill $LOADPID 2>/dev/null || true
 [ $rc = 77 ] && exit 77
 rm -rf "$OUT"
@@ -119,6 +136,11 @@ if [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; then
 		pmcache_vs_ublkceiling_seqwrite_1m"
 fi
 for r in $NEED; do
+	# figures of systems left out by --systems
+	case $r in *ublkceiling* | *dmwritecache* | *bcache* | *rawnvme*)
+		s=$(echo "$r" | grep -Eo 'ublkceiling|dmwritecache|bcache|rawnvme')
+		case ,${SYSTEMS:-$ALL}, in *,$s,*) ;; *) continue ;; esac ;;
+	esac
 	grep -Eq "^$r: [0-9.]+$" "$OUT/report.txt" || { echo "run-peers: FAIL: no figure $r"; exit 1; }
 done
 grep -q '^| pmcache .* randwrite_qd32 ' "$OUT/report.txt" || { echo "run-peers: FAIL: no table"; exit 1; }

@@ -1,4 +1,4 @@
-# t-bench.sh [full|smoke] [DELAY_MS] [RUNTIME_S] - guest: the same fio jobs on pmcache and
+# t-bench.sh [full|smoke] [DELAY_MS] [RUNTIME_S] [SYSTEMS_LIST] - guest: the same fio jobs on pmcache and
 # its peers, one system after the other on the same NVMe disk (serial 1) and
 # on pmem of the same size (run-peers.sh sets both NVDIMMs to the same size):
 #   pmcache        /dev/ublkb0: pmcached over /dev/dax0.0, one write-back volume
@@ -43,8 +43,10 @@ esac
 # regions of the disk (MiB): working set at 0, random writes at 256,
 # sequential writes at 512, the flush test at 896 (the disk has 1024)
 OFF_WW=256 OFF_SEQ=512 OFF_FL=896
-SYSTEMS=${PMC_BENCH_SYSTEMS:-pmcache ublkceiling dmwritecache bcache rawnvme}
-REPLAY_SYSTEMS=${PMC_BENCH_REPLAY_SYSTEMS:-pmcache dmwritecache bcache rawnvme}
+# SYSTEMS_LIST (comma-separated, default all) picks systems; the replay
+# runs on those of them that have a disk
+SYSTEMS=$(echo "${4:-pmcache,ublkceiling,dmwritecache,bcache,rawnvme}" | tr ',' ' ')
+REPLAY_SYSTEMS=$(for _s in $SYSTEMS; do [ $_s = ublkceiling ] || echo $_s; done | tr '\n' ' ')
 # a full run over a delayed disk leaves out the ceiling: it has no disk, so
 # it measures the same as without the delay (the smoke run keeps it)
 [ "$DELAY" -gt 0 ] && [ $MODE = full ] &&
