@@ -5,14 +5,16 @@
 # on each (tests/vm/guest/t-bench.sh), then report.py prints the tables, the
 # ratios and the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
 #
-# usage: run-peers.sh [-B BUILD] [-o OUT] [--smoke] [--disk-delay-ms N]
+# usage: run-peers.sh [-B BUILD] [-o OUT] [--quick|--smoke] [--disk-delay-ms N]
 #                     [--systems LIST] [--no-plots] [--no-core]
 #   -B BUILD    a configured and built build directory (default: build/bench);
 #               the guest image is built into it if missing (vm-image)
-#   -o OUT      where the results go (default: BUILD/bench-peers/full or smoke,
+#   -o OUT      where the results go (default: BUILD/bench-peers/full, quick or smoke,
 #               with -delayN appended for --disk-delay-ms N): fio JSON per
 #               system and job, env.txt, report.txt, PNG plots, core.txt
 #               (pmcache-bench core)
+#   --quick     half-size regions, a trace of 20000 requests over 400 MiB at
+#               caches of 80 MiB: a shorter run for a loaded host
 #   --smoke     1 s per job, small sizes, a small trace (the vm-bench-smoke
 #               CTest, which also passes --disk-delay-ms 1)
 #   --systems LIST
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
 	-B) BUILD=$2; shift ;;
 	-o) OUT=$2; shift ;;
 	--smoke) MODE=smoke PLOTS=0 CORE=0 ;;
+	--quick) MODE=quick ;;
 	--disk-delay-ms)
 		DELAY=${2:-}
 		case $DELAY in '' | *[!0-9]*)
