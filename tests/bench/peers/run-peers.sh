@@ -147,7 +147,7 @@ for r in $NEED; do
 	grep -Eq "^$r: [0-9.]+$" "$OUT/report.txt" || { echo "run-peers: FAIL: no figure $r"; exit 1; }
 done
 grep -q '^| pmcache .* randwrite_qd32 ' "$OUT/report.txt" || { echo "run-peers: FAIL: no table"; exit 1; }
-grep -q '^| pmcache | replay ' "$OUT/report.txt" || { echo "run-peers: FAIL: no replay table"; exit 1; }
+grep -Eq '^\| pmcache \| pass 2 \| [0-9]' "$OUT/report.txt" || { echo "run-peers: FAIL: no replay table"; exit 1; }
 
 if [ $PLOTS = 1 ]; then
 	if command -v gnuplot >/dev/null; then
