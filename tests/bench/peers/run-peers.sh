@@ -93,6 +93,7 @@ fi
 # both NVDIMMs the same size: devdax for pmcache, the pmem block device for the peers
 export PMC_VM_PMEM_MIB=${PMC_BENCH_PMEM_MIB:-512} PMC_VM_PEER_PMEM_MIB=${PMC_BENCH_PMEM_MIB:-512}
 t0=$(date +%s)
+DESC=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)
 rc=0
 # a private copy of the runner and the guest scripts: bash reads a script as
 # it runs, so an edit of run-guest.sh during the long run would break it
@@ -116,7 +117,7 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 cp -r "$WORK/share/out/bench/." "$OUT/" 2>/dev/null || true
 {
-	echo "host: $(nproc) cpus, $(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "host: $(nproc) cpus, source $DESC when the run started"
 	echo "host load average (1, 5, 15 min) every 30 s during the guest run:"
 	cat "$RUNNER/host-load.txt"
 } >"$OUT/host-load.txt"
