@@ -86,6 +86,11 @@ void pmc_engine_destroy(struct pmc_engine *e);
  */
 int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
 		      const struct pmc_volume_conf *vc, uint32_t *vol, struct pmc_err *err);
+/* ... checking the disk's identity against the one the cache recorded for
+ * the volume (diskid.h: PMC_ATTACH_* flags replace it) */
+int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
+			    const struct pmc_volume_conf *vc, unsigned flags, uint32_t *vol,
+			    struct pmc_err *err);
 /*
  * Stop serving vol: its requests must all have completed (its device is
  * stopped). Closes its disk; the volume stays in the cache (its dirty data
@@ -112,8 +117,10 @@ int pmc_engine_get_mode(struct pmc_engine *e, uint32_t vol, enum pmc_mode *mode,
 void pmc_engine_set_wb_conf(struct pmc_engine *e, const struct pmc_wb_conf *wb);
 /*
  * Whether the exported device tells the kernel it has a volatile write
- * cache (then flush requests make disk writes durable). Without one, every
- * write that reaches the disk directly uses RWF_DSYNC. Default: volatile.
+ * cache (then flush requests make disk writes durable, lib/ORDERING.md).
+ * Without one, every write that reaches the disk directly uses RWF_DSYNC,
+ * and this call syncs the disk once (fdatasync, on the calling thread)
+ * since no flush will come. Default: volatile.
  */
 void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_cache);
 /* first disk error of the volume (sticky until cleared), 0 if none */
