@@ -131,7 +131,7 @@ NEED="pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_wa
 	replay_pass1_s_pmcache replay_pass2_s_pmcache replay_pass1_s_dmwritecache
 	replay_pass2_s_dmwritecache replay_pass1_s_bcache replay_pass2_s_bcache
 	replay_pass1_s_rawnvme replay_pass2_s_rawnvme replay_read_hit_pct_pmcache
-	replay_read_hit_pct_dmwritecache replay_read_hit_pct_bcache"
+	replay_read_hit_pct_dmwritecache"
 # every job against the ceiling, unless a delayed full run left it out
 if [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; then
 	NEED="$NEED pmcache_vs_ublkceiling_randread_warm pmcache_vs_ublkceiling_randwrite_qd32
