@@ -22,6 +22,7 @@ static const struct {
 	{"set", PMC_CLI_SET, 2, 2},
 	{"get", PMC_CLI_GET, 1, 1},
 	{"flush", PMC_CLI_FLUSH, 0, 1},
+	{"shutdown", PMC_CLI_SHUTDOWN, 0, 0},
 	{"check", PMC_CLI_CHECK, 0, 1},
 	{"format", PMC_CLI_FORMAT, 0, 1},
 	{"dump", PMC_CLI_DUMP, 0, 1},
@@ -52,6 +53,9 @@ void pmc_cli_usage(FILE *f)
 	      "  set [-v VOLUME] KEY VALUE     change a run-time tunable or a volume's mode\n"
 	      "  get [-v VOLUME] KEY           read a configuration key\n"
 	      "  flush [VOLUME]                write back all dirty data, with progress\n"
+	      "  shutdown [--remove-devices]   stop pmcached; devices in use stay, quiesced,\n"
+	      "                                for the next start (--remove-devices: remove\n"
+	      "                                every device, refused while one is in use)\n"
 	      "commands (offline, on the pmem or the disks):\n"
 	      "  check [PMEM] [--repair]       consistency check of the pmem metadata\n"
 	      "  format [PMEM] [--force] [--block-size N] [--max-volumes N] [--size N]\n"
@@ -146,6 +150,8 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 			a->histograms = 1;
 		} else if (is(arg, n, "-f", "--force")) {
 			a->force = 1;
+		} else if (is(arg, n, NULL, "--remove-devices")) {
+			a->remove_devices = 1;
 		} else if (is(arg, n, NULL, "--repair")) {
 			a->repair = 1;
 		} else if (is(arg, n, "-a", "--all")) {
@@ -260,6 +266,8 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 			return pmc_err_set(err, EINVAL, "--watch: only for stats");
 		if (a->prometheus && a->json)
 			return pmc_err_set(err, EINVAL, "--prometheus and --json exclude each other");
+		if (a->remove_devices && a->cmd != PMC_CLI_SHUTDOWN)
+			return pmc_err_set(err, EINVAL, "--remove-devices: only for shutdown");
 		if (a->repair && a->cmd != PMC_CLI_CHECK)
 			return pmc_err_set(err, EINVAL, "--repair: only for check");
 		return 0;
@@ -308,6 +316,10 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 		break;
 	case PMC_CLI_FLUSH:
 		req->cmd = PMC_CTL_FLUSH;
+		break;
+	case PMC_CLI_SHUTDOWN:
+		req->cmd = PMC_CTL_SHUTDOWN;
+		req->remove_devices = a->remove_devices;
 		break;
 	case PMC_CLI_VOLUME_REMOVE:
 		req->cmd = PMC_CTL_VOLUME_REMOVE;

@@ -37,6 +37,7 @@ enum pmc_cli_cmd {
 	PMC_CLI_SET,
 	PMC_CLI_GET,
 	PMC_CLI_FLUSH,
+	PMC_CLI_SHUTDOWN,
 	PMC_CLI_CHECK,
 	PMC_CLI_FORMAT,
 	PMC_CLI_DUMP,
@@ -58,6 +59,7 @@ struct pmc_cli_args {
 	int prometheus;	     /* stats */
 	int histograms;	     /* stats -H */
 	int force;	     /* volume remove, format */
+	int remove_devices;  /* shutdown */
 	int repair;	     /* check */
 	int all;	     /* dump: every volume slot and descriptor */
 	uint64_t limit;	     /* dump: descriptors shown; default 32 */

@@ -24,6 +24,7 @@
 #include "check.h"
 #include "cli.h"
 #include "format.h"
+#include "lock.h"
 #include "nvme_health.h"
 #include "nvme_info.h"
 #include "pmem.h"
@@ -57,6 +58,7 @@ static int not_served(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err 
 	struct pmc_ctl_reply r;
 	struct pmc_err e = {0};
 	char a[PATH_MAX], b[PATH_MAX];
+	int64_t pid = 0;
 	int busy = 0;
 
 	if (pmc_client_open(&cl, ctx->socket, &e))
@@ -68,25 +70,52 @@ static int not_served(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err 
 
 		if (json_object_object_get_ex(r.payload, "pmem", &p) &&
 		    json_object_is_type(p, json_type_string) && realpath(path, a) &&
-		    realpath(json_object_get_string(p), b) && !strcmp(a, b))
+		    realpath(json_object_get_string(p), b) && !strcmp(a, b)) {
 			busy = 1;
+			if (json_object_object_get_ex(r.payload, "pid", &p))
+				pid = json_object_get_int64(p);
+		}
 	}
 	pmc_ctl_reply_free(&r);
 	pmc_client_close(&cl);
 	if (busy)
 		return pmc_err_set(err, EBUSY,
-				   "%s: device busy: pmcached (socket %s) serves it; stop it first",
-				   path, ctx->socket);
+				   "%s: served by pmcached (pid %" PRId64 "); stop it or use the online "
+				   "command",
+				   path, pid);
 	return 0;
 }
 
-static int open_pmem(const char *path, uint64_t create, struct pmc_pmem **pm, struct pmc_err *err)
+/* map the pmem and lock it (shared to read, exclusive to format): a cache
+ * that pmcached or another command holds is refused, naming the holder */
+static int open_pmem(const char *path, uint64_t create, enum pmc_lock_mode mode,
+		     struct pmc_pmem **pm, struct pmc_err *err)
 {
+	char name[32];
+	pid_t pid;
 	int rc = pmc_pmem_open(path, create, pm, err);
 
 	if (rc == -EACCES || rc == -EPERM)
 		pmc_err_set(err, EACCES, "%s: permission denied", path);
-	return rc;
+	if (rc)
+		return rc;
+	rc = pmc_pmem_lock(*pm, mode, &pid, err);
+	if (rc) {
+		pmc_pmem_close(*pm);
+		*pm = NULL;
+		pmc_proc_name(pid, name, sizeof(name));
+		pmc_err_clear(err);
+		if (rc == -EBUSY && !strcmp(name, "pmcached"))
+			return pmc_err_set(err, EBUSY,
+					   "%s: served by pmcached (pid %ld); stop it or use the "
+					   "online command",
+					   path, (long)pid);
+		if (rc == -EBUSY)
+			return pmc_err_set(err, EBUSY, "%s: in use by %s (pid %ld)", path,
+					   name[0] ? name : "another process", (long)pid);
+		return pmc_err_set(err, -rc, "%s: cannot lock", path);
+	}
+	return 0;
 }
 
 static void uuid_str(const uint8_t *u, char *buf)
@@ -108,7 +137,7 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		return ex;
 	if (not_served(ctx, path, err))
 		return PMC_EXIT_BUSY;
-	if (open_pmem(path, 0, &pm, err))
+	if (open_pmem(path, 0, PMC_LOCK_SHARED, &pm, err))
 		return exit_of(err);
 	rc = pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, err);
 	if (rc) {
@@ -257,7 +286,7 @@ int pmc_cmd_format(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		return ex;
 	if (not_served(ctx, path, err))
 		return PMC_EXIT_BUSY;
-	if (open_pmem(path, a->size, &pm, err))
+	if (open_pmem(path, a->size, PMC_LOCK_EXCLUSIVE, &pm, err))
 		return exit_of(err);
 	rc = known_signature(path, pm, what, sizeof(what));
 	if (rc < 0) {
@@ -368,7 +397,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		return ex;
 	if (not_served(ctx, path, err))
 		return PMC_EXIT_BUSY;
-	if (open_pmem(path, 0, &pm, err))
+	if (open_pmem(path, 0, PMC_LOCK_SHARED, &pm, err))
 		return exit_of(err);
 	if (pm->size < PMC_VOL_OFF) {
 		pmc_pmem_close(pm);

@@ -1,5 +1,5 @@
 /* cmd_online.c - the commands served by the running pmcached: status,
- * stats, volume add/remove/list, set, get, flush. Each sends one request
+ * stats, volume add/remove/list, set, get, flush, shutdown. Each sends one request
  * and renders the final reply (flush also the progress lines).
  */
 #include <errno.h>
@@ -356,6 +356,13 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	}
 	case PMC_CLI_VOLUME_REMOVE:
 		printf("volume %s removed\n", a->pos[0]);
+		break;
+	case PMC_CLI_SHUTDOWN:
+		if (a->remove_devices)
+			printf("pmcached: stopping; every device is removed\n");
+		else
+			printf("pmcached: stopping; devices in use stay, quiesced, until it starts "
+			       "again; the others are removed\n");
 		break;
 	case PMC_CLI_SET:
 		printf("%s%s%s = %s\n", a->volume ? a->volume : "", a->volume ? ": " : "",

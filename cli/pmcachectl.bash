@@ -9,7 +9,7 @@ _pmcachectl()
 {
 	local cur prev words cword
 	_init_completion || return
-	local cmds="status stats volume set get flush check format dump disks version help"
+	local cmds="status stats volume set get flush shutdown check format dump disks version help"
 	local keys="mode admit_after_misses seq_cutoff nospace log.level writeback.high_pct
 		writeback.low_pct writeback.max_age_ms writeback.max_io writeback.max_inflight
 		writeback.busy_inflight writeback.idle_ms writeback.retry_ms"
@@ -52,6 +52,7 @@ _pmcachectl()
 		stats) opts+=" --watch --interval --count --histograms --prometheus --volume" ;;
 		set | get | flush) opts+=" --volume" ;;
 		volume) [[ $sub == remove ]] && opts+=" --force" ;;
+		shutdown) opts+=" --remove-devices" ;;
 		check) opts+=" --repair" ;;
 		format) opts+=" --force --block-size --max-volumes --size" ;;
 		dump) opts+=" --all --limit" ;;

@@ -41,6 +41,8 @@ struct conn {
 	char *out;
 	size_t out_len, out_cap;
 	int closing;		/* close once out is written */
+	int dead;		/* closed: freed when holds drops to 0 */
+	unsigned holds;		/* event callbacks running on it */
 	/* a flush in progress */
 	int flushing;
 	struct pmc_ctl_id flush_id;
@@ -60,15 +62,44 @@ struct ctlsrv {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
+/*
+ * Connection lifetime: a connection is never freed under a caller that
+ * still holds it. Every event callback holds its connection (conn_hold)
+ * for its whole run; conn_close only shuts it (watchers stopped, fd
+ * closed, marked dead) and conn_release frees it once the last holder
+ * lets go. Code that may close a connection (any write) checks c->dead
+ * before touching it again.
+ */
+static void conn_free(struct conn *c)
+{
+	free(c->out);
+	free(c);
+}
+
+static void conn_hold(struct conn *c)
+{
+	c->holds++;
+}
+
+static void conn_release(struct conn *c)
+{
+	if (--c->holds == 0 && c->dead)
+		conn_free(c);
+}
+
 static void conn_close(struct conn *c)
 {
 	struct ctlsrv *s = c->srv;
 	struct ev_loop *loop = s->d->loop;
 
+	if (c->dead)
+		return;
+	c->dead = 1;
 	ev_io_stop(loop, &c->rw);
 	ev_io_stop(loop, &c->ww);
 	ev_timer_stop(loop, &c->flush_timer);
 	close(c->fd);
+	c->fd = -1;
 	for (struct conn **pp = &s->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
@@ -76,12 +107,15 @@ static void conn_close(struct conn *c)
 		}
 	}
 	s->nconns--;
-	free(c->out);
-	free(c);
+	if (c->holds == 0)
+		conn_free(c);
 }
 
+/* write what can be written; may close c (check c->dead after) */
 static void conn_flush_out(struct conn *c)
 {
+	if (c->dead)
+		return;
 	while (c->out_len) {
 		ssize_t n = write(c->fd, c->out, c->out_len);
 
@@ -111,6 +145,10 @@ static void conn_send(struct conn *c, char *line)
 	if (!line) {
 		c->closing = 1;
 		conn_flush_out(c);
+		return;
+	}
+	if (c->dead) {
+		free(line);
 		return;
 	}
 	n = strlen(line);
@@ -251,11 +289,13 @@ static void flush_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	const struct pmc_ctl_id *id = &c->flush_id;
 	uint64_t left = atomic_load(&d->wb.flush_left);
 
+	conn_hold(c);
 	if (atomic_load(&d->wb.flush_busy)) {
 		if (left != c->last_left && left != UINT64_MAX) {
-			conn_send(c, pmc_ctl_reply_progress(id, left));
 			c->last_left = left;
+			conn_send(c, pmc_ctl_reply_progress(id, left));
 		}
+		conn_release(c);
 		return;
 	}
 	ev_timer_stop(loop, w);
@@ -266,6 +306,7 @@ static void flush_tick(struct ev_loop *loop, ev_timer *w, int revents)
 	else
 		conn_send(c, pmc_ctl_reply_ok(id, NULL));
 	pthread_mutex_unlock(&d->wb.lock);
+	conn_release(c);
 }
 
 static void do_flush(struct conn *c, const struct pmc_ctl_req *r)
@@ -445,8 +486,13 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 		do_get(c, &r);
 		break;
 	case PMC_CTL_SHUTDOWN:
+		if (r.remove_devices && (rc = pmcd_shutdown_remove(d, &err))) {
+			send_err(c, &r.id, -rc, err.msg);
+			break;
+		}
 		conn_send(c, pmc_ctl_reply_ok(&r.id, NULL));
-		pmcd_shutdown(d);
+		if (!r.remove_devices)
+			pmcd_shutdown(d);
 		break;
 	default:
 		send_err(c, &r.id, EINVAL, "request not handled");
@@ -458,37 +504,45 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct conn *c = w->data;
 
-	for (;;) {
+	conn_hold(c);
+	while (!c->dead) {
 		ssize_t n = read(c->fd, c->in + c->in_len, sizeof(c->in) - 1 - c->in_len);
 		char *nl;
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
+			break;
 		if (n <= 0) {
 			conn_close(c);
-			return;
+			break;
 		}
 		c->in_len += (size_t)n;
-		while ((nl = memchr(c->in, '\n', c->in_len))) {
+		while (!c->dead && (nl = memchr(c->in, '\n', c->in_len))) {
 			size_t len = (size_t)(nl - c->in);
 
 			handle_line(c, c->in, len);
 			memmove(c->in, nl + 1, c->in_len - len - 1);
 			c->in_len -= len + 1;
 		}
-		if (c->in_len == sizeof(c->in) - 1) {
+		if (!c->dead && c->in_len == sizeof(c->in) - 1) {
 			send_err(c, NULL, E2BIG, "control request longer than the 64 KiB limit");
-			c->closing = 1;
-			ev_io_stop(loop, &c->rw);
-			conn_flush_out(c);
-			return;
+			if (!c->dead) {
+				c->closing = 1;
+				ev_io_stop(loop, &c->rw);
+				conn_flush_out(c);
+			}
+			break;
 		}
 	}
+	conn_release(c);
 }
 
 static void on_write(struct ev_loop *loop, ev_io *w, int revents)
 {
-	conn_flush_out(w->data);
+	struct conn *c = w->data;
+
+	conn_hold(c);
+	conn_flush_out(c);
+	conn_release(c);
 }
 
 /* root, or the configured group as primary or supplementary group */
@@ -565,6 +619,20 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	ev_io_start(loop, &c->rw);
 }
 
+/* does a process accept connections on the socket at path? */
+static int socket_alive(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), alive;
+
+	if (fd < 0)
+		return 0;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	alive = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN;
+	close(fd);
+	return alive;
+}
+
 int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 {
 	struct ctlsrv *s = calloc(1, sizeof(*s));
@@ -599,6 +667,13 @@ int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 			free(s);
 			return pmc_err_set(err, EEXIST, "control socket %s: exists and is not a socket",
 					   path);
+		}
+		/* replaced only when nobody answers on it: a live daemon's
+		 * socket is never taken over */
+		if (socket_alive(path)) {
+			free(s);
+			return pmc_err_set(err, EADDRINUSE,
+					   "control socket %s: another daemon answers on it", path);
 		}
 		unlink(path);
 	}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # daemon/demo.sh - the main job: pmcached serving a cached block device
-# with a default configuration, and a file system on it.
+# with a default configuration, and a file system on it, seen the way an
+# operator sees it: pmcachectl status and stats tables, a restart under the
+# mounted file system, a flush, and the commands to type next.
 #
 # Where this machine has ublk (/dev/ublk-control), pmcached runs here: over
 # the devdax namespace named by PMC_DEMO_PMEM, else over a 1 GiB pmem file
@@ -15,7 +17,7 @@ build=$top/build/demo
 
 "$top/tests/run.sh" --install-only
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target pmcached pmc-vm-ctl >/dev/null
+cmake --build "$build" -j"$(nproc)" --target pmcached pmcachectl >/dev/null
 
 if [ -e /dev/ublk-control ]; then
 	pmem=${PMC_DEMO_PMEM:-/var/tmp/pmcache-demo.pmem}
@@ -29,6 +31,10 @@ if [ -e /dev/ublk-control ]; then
 		echo "volumes = ( { name = \"demo\"; disk = \"$disk\"; } );"
 	} >"$conf"
 	echo "pmcached -c $conf  (Ctrl-C stops it cleanly)"
+	echo "in another terminal:"
+	echo "  $build/cli/pmcachectl -s $build/pmcached.sock status"
+	echo "  $build/cli/pmcachectl -s $build/pmcached.sock stats --watch"
+	echo "  mkfs.ext4 /dev/ublkb0    # the cached device (/dev/pmcache/demo with the udev rule)"
 	exec "$build/daemon/pmcached" -c "$conf"
 fi
 
@@ -36,4 +42,4 @@ echo "demo: no /dev/ublk-control here; running pmcached in the tests/vm guest (L
 cmake --build "$build" -j"$(nproc)" >/dev/null
 bash "$top/tests/vm/build-guest.sh" "$build/tests/vm/guest"
 exec bash "$top/tests/vm/run-guest.sh" -i "$build/tests/vm/guest" -w "$build/vm-demo" -f \
-	-b "$build/daemon/pmcached" -b "$build/tests/vm/pmc-vm-ctl" -- sh t-demo.sh
+	-b "$build/daemon/pmcached" -b "$build/cli/pmcachectl" -- sh t-demo.sh

@@ -13,11 +13,21 @@
  * configured device id: a quiesced device is taken over with
  * START_USER_RECOVERY, fresh fetches on every tag, END_USER_RECOVERY.
  *
+ * Leaving a device for the next daemon (pmcd_dev_leave, the restart and
+ * live-upgrade path): the queue threads stop taking requests, finish those
+ * the engine holds, commit them, and close their rings without STOP_DEV or
+ * DEL_DEV. The driver then treats the device as it does after a crash: it
+ * quiesces /dev/ublkbN, requeues what it had dispatched to us and not got
+ * back (UBLK_F_USER_RECOVERY_REISSUE), and waits for the next daemon. The
+ * file system on it sees a pause, never an error.
+ *
  * Locking: a queue's state belongs to its thread; the main thread only
- * starts, stops and joins them (ready/stop/failed are atomics).
+ * starts, stops and joins them (ready/stop/leave/failed are atomics).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,14 +35,13 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dev.h"
 #include "log.h"
 #include "ring.h"
-
-#define PMCD_RUN_DIR "/run/pmcache"
 
 #ifndef PR_SET_IO_FLUSHER
 #define PR_SET_IO_FLUSHER 57
@@ -117,6 +126,11 @@ static void ublk_cqe(void *arg, uint64_t user_data, int res)
 	uint16_t tag = (uint16_t)(user_data >> 1);
 
 	uq->fetched--;
+	if (res == UBLK_IO_RES_OK && uq->hold_new) {
+		/* leaving: the driver gives this request to the next daemon */
+		uq->left++;
+		return;
+	}
 	if (res == UBLK_IO_RES_OK) {
 		uq->fetched++; /* the commit that answers it fetches again */
 		handle(uq, tag);
@@ -129,11 +143,40 @@ static void ublk_cqe(void *arg, uint64_t user_data, int res)
 			uq->q_id, tag, strerror(-res));
 }
 
+/*
+ * Leaving: from when on are new requests left to the driver? At once when
+ * the device was made with UBLK_F_USER_RECOVERY_REISSUE (the driver hands
+ * them to the next daemon). Without it the driver would fail them, so they
+ * are served until the queue is idle for a moment, for PMCD_LEAVE_SERVE_NS
+ * at most; what arrives after that fails with EIO.
+ */
+#define PMCD_LEAVE_SERVE_NS (5 * 1000000000ull)
+
+static void leave_hold_new(struct pmcd_queue *uq, uint64_t *since_ns)
+{
+	struct pmcd_dev *d = uq->dev;
+
+	if (d->info.flags & UBLK_F_USER_RECOVERY_REISSUE) {
+		uq->hold_new = 1;
+		return;
+	}
+	if (!*since_ns)
+		*since_ns = pmc_mono_ns();
+	else if (pmc_mono_ns() - *since_ns > PMCD_LEAVE_SERVE_NS) {
+		uq->hold_new = 1;
+		pmc_log(LOG_WARNING,
+			"%s: queue %u: no idle moment in %llu s and the device cannot reissue: "
+			"requests from now on fail until the next daemon starts",
+			d->name, uq->q_id, PMCD_LEAVE_SERVE_NS / 1000000000ull);
+	}
+}
+
 static void *queue_main(void *arg)
 {
 	struct pmcd_queue *uq = arg;
 	struct pmcd_dev *d = uq->dev;
 	unsigned depth = d->conf.depth;
+	uint64_t leave_ns = 0;
 	int rc;
 
 	prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
@@ -150,18 +193,28 @@ static void *queue_main(void *arg)
 	}
 	atomic_store(&uq->ready, 1);
 	/* serve until every tag came back aborted, or we were told to stop
-	 * and the engine has nothing of ours in flight */
+	 * (or to leave) and the engine has nothing of ours in flight */
 	while (uq->aborted < depth) {
-		pmc_queue_poll(uq->q, 1, 100000000ull);
-		if (atomic_load(&uq->stop)) {
-			int held = 0;
+		int held = 0;
 
-			for (unsigned t = 0; t < depth; t++)
-				held |= uq->busy[t];
-			/* newer kernels cancel fetches only when the ring closes */
-			if (!held && pmc_queue_busy(uq->q) == 0 && uq->fetched == depth - uq->aborted)
-				break;
+		pmc_queue_poll(uq->q, 1, 100000000ull);
+		if (!atomic_load(&uq->stop) && !atomic_load(&uq->leave))
+			continue;
+		if (atomic_load(&uq->leave) && !uq->hold_new)
+			leave_hold_new(uq, &leave_ns);
+		for (unsigned t = 0; t < depth; t++)
+			held |= uq->busy[t];
+		if (held || pmc_queue_busy(uq->q))
+			continue;
+		/* every commit went in with its submission: the tags are the
+		 * driver's now, or hold a request left for the next daemon */
+		if (atomic_load(&uq->leave)) {
+			uq->hold_new = 1;
+			break;
 		}
+		/* newer kernels cancel fetches only when the ring closes */
+		if (uq->fetched == depth - uq->aborted)
+			break;
 	}
 	return NULL;
 }
@@ -415,20 +468,209 @@ err_free:
 	return rc;
 }
 
-void pmcd_dev_stop(struct pmcd_dev *d)
+/* stop and delete; claim: an fd of ours on /dev/ublkbN, closed after
+ * STOP_DEV (DEL_DEV waits until the block device is closed everywhere) */
+static void dev_stop(struct pmcd_dev *d, int claim)
 {
 	struct pmc_err err = {0};
 
-	if (!d)
-		return;
 	/* the kernel drains in-flight I/O through the queues, then aborts the
 	 * fetches */
 	if (pmc_ublk_stop(d->ctrl, d->dev_id, &err))
 		pmc_log(LOG_ERR, "%s", err.msg);
+	if (claim >= 0)
+		close(claim);
 	release(d);
 	if (pmc_ublk_del(d->ctrl, d->dev_id, &err))
 		pmc_log(LOG_ERR, "%s", err.msg);
 	name_file(d, 0);
 	pmc_log(LOG_INFO, "%s: /dev/ublkb%u removed", d->name, d->dev_id);
 	dev_free(d);
+}
+
+void pmcd_dev_stop(struct pmcd_dev *d)
+{
+	if (d)
+		dev_stop(d, -1);
+}
+
+void pmcd_dev_leave(struct pmcd_dev *d)
+{
+	unsigned left = 0;
+
+	if (!d)
+		return;
+	for (uint16_t i = 0; i < d->conf.nr_queues; i++)
+		atomic_store(&d->queues[i].leave, 1);
+	join_queues(d);
+	for (uint16_t i = 0; i < d->conf.nr_queues; i++)
+		left += d->queues[i].left;
+	release(d);
+	/* the name file stays: the device and its /dev/pmcache link stay */
+	pmc_log(LOG_NOTICE,
+		"%s: /dev/ublkb%u left quiesced for the next pmcached (%u requests handed "
+		"back to the driver)",
+		d->name, d->dev_id, left);
+	dev_free(d);
+}
+
+/* the mount point of block device rdev in our mount namespace, if any */
+static int holder_mount(dev_t rdev, char *buf, size_t len)
+{
+	char line[4096], want[32];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	snprintf(want, sizeof(want), "%u:%u", major(rdev), minor(rdev));
+	/* "36 35 98:0 / /mnt/a rw,..." : the third field, then root, mount point */
+	while (!found && fgets(line, sizeof(line), f)) {
+		char id[32], root[1024], mnt[1024];
+
+		if (sscanf(line, "%*s %*s %31s %1023s %1023s", id, root, mnt) == 3 &&
+		    !strcmp(id, want)) {
+			snprintf(buf, len, "mounted on %s", mnt);
+			found = 1;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* a stacked device (dm, md, bcache) holding it: /sys/block/X/holders */
+static int holder_sysfs(uint32_t dev_id, char *buf, size_t len)
+{
+	char dir[64];
+	struct dirent *e;
+	DIR *h;
+	int found = 0;
+
+	snprintf(dir, sizeof(dir), "/sys/block/ublkb%u/holders", dev_id);
+	h = opendir(dir);
+	if (!h)
+		return 0;
+	while (!found && (e = readdir(h))) {
+		char path[320], name[128] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/dm/name", e->d_name);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(name, sizeof(name), f))
+				name[strcspn(name, "\n")] = '\0';
+			fclose(f);
+		}
+		if (name[0])
+			snprintf(buf, len, "held by %s (device-mapper %s)", e->d_name, name);
+		else
+			snprintf(buf, len, "held by %s", e->d_name);
+		found = 1;
+	}
+	closedir(h);
+	return found;
+}
+
+/* a process other than us with path open (a plain open is invisible to
+ * O_EXCL) */
+static int holder_process(const char *path, char *buf, size_t len)
+{
+	struct dirent *p, *f;
+	DIR *proc = opendir("/proc");
+	int found = 0;
+
+	if (!proc)
+		return 0;
+	while (!found && (p = readdir(proc))) {
+		char dir[300], link[600], target[256];
+		DIR *fds;
+		ssize_t n;
+
+		if (p->d_name[0] < '0' || p->d_name[0] > '9' || atoi(p->d_name) == getpid())
+			continue;
+		snprintf(dir, sizeof(dir), "/proc/%s/fd", p->d_name);
+		fds = opendir(dir);
+		if (!fds)
+			continue;
+		while (!found && (f = readdir(fds))) {
+			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
+			n = readlink(link, target, sizeof(target) - 1);
+			if (n > 0) {
+				target[n] = '\0';
+				found = !strcmp(target, path);
+			}
+		}
+		closedir(fds);
+		if (found) {
+			char comm[64] = "?";
+			FILE *c;
+
+			snprintf(link, sizeof(link), "/proc/%s/comm", p->d_name);
+			c = fopen(link, "re");
+			if (c) {
+				if (fgets(comm, sizeof(comm), c))
+					comm[strcspn(comm, "\n")] = '\0';
+				fclose(c);
+			}
+			snprintf(buf, len, "open by process %s (%s)", p->d_name, comm);
+		}
+	}
+	closedir(proc);
+	return found;
+}
+
+/* the holder of /dev/ublkbN other than an exclusive claim of ours (claim:
+ * our O_EXCL fd, or -1 to test for a claim by someone else) */
+static int holder(uint32_t dev_id, int claim, char *buf, size_t len)
+{
+	char path[64];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/ublkb%u", dev_id);
+	if (stat(path, &st) || !S_ISBLK(st.st_mode))
+		return 0;
+	if (holder_mount(st.st_rdev, buf, len) || holder_sysfs(dev_id, buf, len))
+		return 1;
+	if (claim < 0) {
+		fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+		if (fd < 0 && errno == EBUSY) {
+			snprintf(buf, len,
+				 "claimed exclusively (mounted in another mount namespace, "
+				 "swap, or a RAID member)");
+			return 1;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return holder_process(path, buf, len);
+}
+
+int pmcd_dev_holder(uint32_t dev_id, char *buf, size_t len)
+{
+	return holder(dev_id, -1, buf, len);
+}
+
+int pmcd_dev_stop_unused(struct pmcd_dev *d, char *buf, size_t len)
+{
+	char path[64];
+	int claim;
+
+	snprintf(path, sizeof(path), "/dev/ublkb%u", d->dev_id);
+	/* claimed for the time of the check and the stop: no mount starts */
+	claim = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+	if (claim < 0 && errno == EBUSY) {
+		if (!holder(d->dev_id, -1, buf, len))
+			snprintf(buf, len, "claimed exclusively");
+		return 1;
+	}
+	if (holder(d->dev_id, claim, buf, len)) {
+		if (claim >= 0)
+			close(claim);
+		return 1;
+	}
+	dev_stop(d, claim);
+	return 0;
 }

@@ -11,6 +11,10 @@
 #include "engine.h"
 #include "ublk.h"
 
+/* the unit's RuntimeDirectory: device names for the udev rule, the
+ * default control socket */
+#define PMCD_RUN_DIR "/run/pmcache"
+
 struct pmcd_dev;
 
 struct pmcd_queue {
@@ -27,7 +31,10 @@ struct pmcd_queue {
 	int started;
 	atomic_int ready;	/* every tag fetched once */
 	atomic_int stop;
+	atomic_int leave;	/* finish what the engine holds, then exit (pmcd_dev_leave) */
 	atomic_int failed;
+	int hold_new;		/* leaving: new requests stay with the driver */
+	unsigned left;		/* requests left to the next daemon */
 	struct pmc_err err;
 };
 
@@ -65,5 +72,18 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 /* Graceful: STOP_DEV (the kernel drains in-flight I/O through the queue
  * threads), join them, DEL_DEV, free. */
 void pmcd_dev_stop(struct pmcd_dev *d);
+/* Restart path: finish the requests the engine holds, commit them, close
+ * the rings and the char device without STOP_DEV: the driver keeps
+ * /dev/ublkbN quiesced (user recovery) for the next daemon. Frees d. */
+void pmcd_dev_leave(struct pmcd_dev *d);
+
+/* Is /dev/ublkbN in use? 0 if not; else 1 and a description of the holder
+ * in buf: "mounted on /mnt/a", "held by dm-0", "open by process 42 (fio)",
+ * or "claimed exclusively" when only O_EXCL tells. Main thread. */
+int pmcd_dev_holder(uint32_t dev_id, char *buf, size_t len);
+/* pmcd_dev_stop(d) unless /dev/ublkbN is in use (then 1, the holder in
+ * buf, d untouched); claims the device exclusively meanwhile, so that no
+ * mount starts between the check and STOP_DEV. */
+int pmcd_dev_stop_unused(struct pmcd_dev *d, char *buf, size_t len);
 
 #endif

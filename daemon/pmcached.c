@@ -15,15 +15,22 @@
 #include <fcntl.h>
 #include <dirent.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctlsrv.h"
+#include "lock.h"
 #include "log.h"
 #include "pmcached.h"
 
@@ -31,9 +38,11 @@ static struct pmcd daemon_state;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: pmcached [-c FILE] [--check-config] [--version]\n"
+	fprintf(f, "usage: pmcached [-c FILE] [--check-config] [--reload PID] [--version]\n"
 		   "  -c, --config FILE   configuration (default " PMC_CONFIG_DEFAULT_PATH ")\n"
-		   "  --check-config      validate the configuration and exit\n");
+		   "  --check-config      validate the configuration and exit\n"
+		   "  --reload PID        make the daemon PID reload its configuration, wait,\n"
+		   "                      print the result; exit 1 if it applied not all of it\n");
 }
 
 static int mkdir_p(const char *dir)
@@ -54,6 +63,36 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+/*
+ * Keep the daemon's memory in RAM: I/O to its devices waits for it, so a
+ * page of its heap or stack swapped out under memory pressure would stall
+ * the devices, or deadlock when swap or the page cache writes to them.
+ * MCL_ONFAULT: pages are locked as they are touched, so the queue buffers
+ * cost only what is used; the pmem mapping is unlocked again once mapped
+ * (unlock_pmem): devdax is not RAM, and locking a file used as pmem would
+ * pin the whole file in the page cache.
+ */
+static void lock_memory(void)
+{
+	struct rlimit rl;
+
+	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0)
+		return;
+	getrlimit(RLIMIT_MEMLOCK, &rl);
+	pmc_log(LOG_WARNING,
+		"mlockall: %s (RLIMIT_MEMLOCK %llu KiB): the daemon's memory may be swapped out, "
+		"and I/O to its devices then waits for swap; run it as root or with "
+		"LimitMEMLOCK=infinity (the unit does)",
+		strerror(errno),
+		rl.rlim_cur == RLIM_INFINITY ? 0ull : (unsigned long long)rl.rlim_cur >> 10);
+}
+
+static void unlock_pmem(struct pmcd *d)
+{
+	if (d->pm && d->pm->base && munlock(d->pm->base, d->pm->size))
+		pmc_log(LOG_DEBUG, "munlock of the pmem mapping: %s", strerror(errno));
+}
+
 static int open_cache(struct pmcd *d, struct pmc_err *err)
 {
 	struct pmc_config *c = &d->conf;
@@ -66,6 +105,14 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 	rc = pmc_pmem_open(c->pmem_path, create, &d->pm, err);
 	if (rc)
 		return rc;
+	/* one owner per cache: a second daemon or an offline command holding
+	 * the pmem makes this one exit, never run beside it */
+	rc = pmc_pmem_lock(d->pm, PMC_LOCK_EXCLUSIVE, NULL, err);
+	if (rc) {
+		pmc_pmem_close(d->pm);
+		d->pm = NULL;
+		return rc;
+	}
 	rc = pmc_cache_open(d->pm, 0, &d->cache, err);
 	if (rc == -ENODATA && c->pmem_format == PMC_CONFIG_FORMAT_IF_BLANK &&
 	    strstr(err->msg, "blank")) {
@@ -75,10 +122,54 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 		if (!rc)
 			rc = pmc_cache_open(d->pm, 0, &d->cache, err);
 	}
+	if (rc == -ENODATA && c->pmem_format == PMC_CONFIG_FORMAT_NEVER && strstr(err->msg, "blank")) {
+		char msg[sizeof(err->msg)];
+
+		snprintf(msg, sizeof(msg), "%s", err->msg);
+		pmc_err_clear(err);
+		pmc_err_set(err, ENODATA,
+			    "%s; pmem.format is \"never\": format it with \"pmcachectl format %s\"",
+			    msg, c->pmem_path);
+	}
 	if (rc) {
 		pmc_pmem_close(d->pm);
 		d->pm = NULL;
 		return rc;
+	}
+	return 0;
+}
+
+/* the pid lock next to the control socket: one daemon per socket */
+static int take_pidfile(struct pmcd *d, struct pmc_err *err)
+{
+	char dir[sizeof(d->pid_path)], *slash;
+
+	pmc_pidfile_for_socket(d->conf.control_socket, d->pid_path, sizeof(d->pid_path));
+	snprintf(dir, sizeof(dir), "%s", d->pid_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		mkdir_p(dir);
+	}
+	return pmc_pidfile_take(d->pid_path, &d->pid_fd, NULL, err);
+}
+
+/* the shipped file's example volume names this disk until the operator
+ * edits it (etc/pmcached.conf) */
+#define PMCD_DISK_PLACEHOLDER "CHANGE-ME"
+
+/* a configuration still as shipped serves nothing and must not start */
+static int check_edited(const char *path, const struct pmc_config *c, struct pmc_err *err)
+{
+	for (unsigned i = 0; i < c->nr_volumes; i++) {
+		const char *base = strrchr(c->volumes[i].disk, '/');
+
+		base = base ? base + 1 : c->volumes[i].disk;
+		if (!strcmp(base, PMCD_DISK_PLACEHOLDER))
+			return pmc_err_set(err, EINVAL,
+					   "edit %s: no volume configured (volume %s names the "
+					   "example disk %s)",
+					   path, c->volumes[i].name, c->volumes[i].disk);
 	}
 	return 0;
 }
@@ -147,66 +238,18 @@ struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name)
 	return NULL;
 }
 
-/* does any process hold path open? (a plain open is invisible to O_EXCL) */
-static int held_open(const char *path)
-{
-	struct dirent *p, *f;
-	DIR *proc = opendir("/proc");
-	int found = 0;
-
-	if (!proc)
-		return 0;
-	while (!found && (p = readdir(proc))) {
-		char dir[300], link[600], target[256];
-		DIR *fds;
-		ssize_t n;
-
-		if (p->d_name[0] < '0' || p->d_name[0] > '9' || atoi(p->d_name) == getpid())
-			continue;
-		snprintf(dir, sizeof(dir), "/proc/%s/fd", p->d_name);
-		fds = opendir(dir);
-		if (!fds)
-			continue;
-		while (!found && (f = readdir(fds))) {
-			snprintf(link, sizeof(link), "%s/%s", dir, f->d_name);
-			n = readlink(link, target, sizeof(target) - 1);
-			if (n > 0) {
-				target[n] = '\0';
-				found = !strcmp(target, path);
-			}
-		}
-		closedir(fds);
-	}
-	closedir(proc);
-	return found;
-}
-
-/* is /dev/ublkbN in use: mounted or held (O_EXCL tells), or open anywhere? */
-static int bdev_busy(uint32_t dev_id)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/dev/ublkb%u", dev_id);
-	fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
-	if (fd < 0)
-		return errno == EBUSY;
-	close(fd);
-	return held_open(path);
-}
-
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err)
 {
 	struct pmcd_volume *v = pmcd_volume_find(d, name);
+	char holder[200];
 	int rc;
 
 	if (!v)
 		return pmc_err_set(err, ENOENT, "volume %s: not served", name);
-	if (!force && bdev_busy(v->dev->dev_id))
-		return pmc_err_set(err, EBUSY,
-				   "volume %s: /dev/ublkb%u is in use (mounted or held open); "
-				   "unmount it or force",
-				   name, v->dev->dev_id);
+	if (!force && pmcd_dev_holder(v->dev->dev_id, holder, sizeof(holder)))
+		return pmc_err_set(err, EBUSY, "volume %s: /dev/ublkb%u is in use: %s; unmount "
+					       "or close it, or force",
+				   name, v->dev->dev_id, holder);
 	/* no new dirty data, then everything to the disk */
 	pmc_engine_set_mode(d->e, v->vol, PMC_MODE_WRITE_AROUND, NULL);
 	if (d->cache) {
@@ -257,25 +300,172 @@ void pmcd_shutdown(struct pmcd *d)
 	ev_break(d->loop, EVBREAK_ALL);
 }
 
+int pmcd_shutdown_remove(struct pmcd *d, struct pmc_err *err)
+{
+	char holder[200];
+
+	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++) {
+		struct pmcd_volume *v = &d->vols[i];
+
+		if (v->used && v->dev && pmcd_dev_holder(v->dev->dev_id, holder, sizeof(holder)))
+			return pmc_err_set(err, EBUSY,
+					   "volume %s: /dev/ublkb%u is in use: %s; unmount or close "
+					   "it first, or shut down without removing the devices",
+					   v->conf.name, v->dev->dev_id, holder);
+	}
+	d->remove_devices = 1;
+	pmc_log(LOG_NOTICE, "shutdown: removing every device");
+	pmcd_shutdown(d);
+	return 0;
+}
+
+/* Stop serving: a device in use (mounted, held, open) is left quiesced for
+ * the next daemon, which takes it over with no error seen above it (the
+ * restart and upgrade path); the others are removed. Nothing is removed
+ * under a holder, even when removal was asked for: it may have come after
+ * the check of pmcd_shutdown_remove(). */
+static void stop_devices(struct pmcd *d)
+{
+	unsigned left = 0;
+
+	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++) {
+		struct pmcd_volume *v = &d->vols[i];
+		char holder[200];
+
+		if (!v->used || !v->dev)
+			continue;
+		if (pmcd_dev_stop_unused(v->dev, holder, sizeof(holder))) {
+			pmc_log(d->remove_devices ? LOG_WARNING : LOG_NOTICE,
+				"volume %s: /dev/ublkb%u is in use (%s): leaving it to the next "
+				"pmcached",
+				v->conf.name, v->dev->dev_id, holder);
+			pmcd_dev_leave(v->dev);
+			left++;
+		}
+		v->dev = NULL;
+	}
+	if (left)
+		pmc_log(LOG_NOTICE,
+			"%u device%s quiesced: I/O to %s waits for the next pmcached (to remove "
+			"%s: unmount, start pmcached, \"pmcachectl shutdown --remove-devices\")",
+			left, left == 1 ? "" : "s", left == 1 ? "it" : "them", left == 1 ? "it" : "them");
+}
+
 static void on_stop(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	pmc_log(LOG_NOTICE, "signal %d: stopping", w->signum);
 	pmcd_shutdown(&daemon_state);
 }
 
-/* HUP: re-read the file and apply what can change at run time */
-static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
+/*
+ * Reload (SIGHUP; "systemctl reload" runs pmcached --reload, which sends it
+ * and waits for the result): re-read the file, apply the keys that can
+ * change at run time, and report what it could not apply - a file that
+ * does not load, a key that needs a restart, a volume added to or missing
+ * from the file (pmcachectl volume add/remove changes those at run time).
+ * The result goes to the journal, to systemd (RELOADING=1 ... READY=1 with
+ * STATUS=) and to PMCD_RELOAD_FILE for pmcached --reload: "PID SEQ ok|fail
+ * message".
+ */
+#define PMCD_RELOAD_FILE PMCD_RUN_DIR "/reload"
+#define PMCD_RELOAD_WAIT_S 60
+
+struct reload_report {
+	char msg[2048];
+	size_t len;
+	unsigned missed;	/* changes not applied */
+};
+
+static void report(struct reload_report *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void report(struct reload_report *r, const char *fmt, ...)
 {
-	struct pmcd *d = &daemon_state;
+	va_list ap;
+	int n;
+
+	if (r->len + 4 >= sizeof(r->msg))
+		return;
+	if (r->len)
+		r->len += (size_t)snprintf(r->msg + r->len, sizeof(r->msg) - r->len, "; ");
+	va_start(ap, fmt);
+	n = vsnprintf(r->msg + r->len, sizeof(r->msg) - r->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		r->len = r->len + (size_t)n < sizeof(r->msg) ? r->len + (size_t)n : sizeof(r->msg) - 1;
+	r->missed++;
+}
+
+/* keys that differ between the running configuration and the file but
+ * cannot change at run time; volumes in one and not the other */
+static void reload_diff(struct pmcd *d, struct pmc_config *nc, struct reload_report *r)
+{
+	char was[PMC_CONFIG_PATH_MAX + 8], now[PMC_CONFIG_PATH_MAX + 8];
+
+	for (size_t i = 0; i < pmc_config_table_len; i++) {
+		const struct pmc_config_key *k = &pmc_config_table[i];
+
+		if (k->scope != PMC_CONFIG_SCOPE_TOP || k->type == PMC_CONFIG_T_LIST ||
+		    (k->flags & PMC_CONFIG_RUNTIME))
+			continue;
+		pmc_config_key_format(k, pmc_config_key_base(k, &d->conf, 0), was, sizeof(was));
+		pmc_config_key_format(k, pmc_config_key_base(k, nc, 0), now, sizeof(now));
+		if (strcmp(was, now))
+			report(r, "%s %s -> %s needs a restart", k->key, was, now);
+	}
+	for (unsigned i = 0; i < nc->nr_volumes; i++) {
+		const struct pmc_config_volume *nv = &nc->volumes[i];
+		struct pmcd_volume *v = pmcd_volume_find(d, nv->name);
+
+		if (!v) {
+			report(r, "volume %s is not served (pmcachectl volume add, or a restart)",
+			       nv->name);
+			continue;
+		}
+		for (size_t j = 0; j < pmc_config_table_len; j++) {
+			const struct pmc_config_key *k = &pmc_config_table[j];
+
+			if (k->scope != PMC_CONFIG_SCOPE_VOLUME || (k->flags & PMC_CONFIG_RUNTIME))
+				continue;
+			pmc_config_key_format(k, &v->conf, was, sizeof(was));
+			pmc_config_key_format(k, nv, now, sizeof(now));
+			if (strcmp(was, now))
+				report(r, "volume %s: %s %s -> %s needs a restart", nv->name, k->key,
+				       was, now);
+		}
+	}
+	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++) {
+		const struct pmcd_volume *v = &d->vols[i];
+		int found = 0;
+
+		for (unsigned j = 0; v->used && j < nc->nr_volumes; j++)
+			found |= !strcmp(nc->volumes[j].name, v->conf.name);
+		if (v->used && !found)
+			report(r, "volume %s is served but not in the file (pmcachectl volume remove)",
+			       v->conf.name);
+	}
+}
+
+/* apply the run-time keys of the file; the report says what was left */
+static int reload(struct pmcd *d, struct reload_report *r)
+{
 	struct pmc_config *nc = calloc(1, sizeof(*nc));
 	struct pmc_err err = {0};
 
-	if (!nc)
-		return;
+	if (!nc) {
+		report(r, "out of memory");
+		return -ENOMEM;
+	}
 	if (pmc_config_load(d->conf_path, nc, &err)) {
-		pmc_log(LOG_ERR, "reload: %s; keeping the running configuration", err.msg);
+		report(r, "%s; keeping the running configuration", err.msg);
 		free(nc);
-		return;
+		return -EINVAL;
+	}
+	reload_diff(d, nc, r);
+	/* the engine's write-back I/O was sized at start (as for "set") */
+	if (nc->wb.max_io_bytes > d->max_io_start) {
+		report(r, "writeback.max_io %u above its value at start (%u) needs a restart",
+		       nc->wb.max_io_bytes, d->max_io_start);
+		nc->wb.max_io_bytes = d->conf.wb.max_io_bytes;
 	}
 	pmc_engine_set_wb_conf(d->e, &nc->wb);
 	pmc_log_set_level(nc->log_level);
@@ -284,16 +474,140 @@ static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
 
 		if (!v)
 			continue;
+		pmc_err_clear(&err);
 		if (pmc_engine_set_volume_conf(d->e, v->vol, &nc->volumes[i].vc, &err))
-			pmc_log(LOG_ERR, "reload: %s", err.msg);
+			report(r, "%s", err.msg);
 		else
 			v->conf.vc = nc->volumes[i].vc;
 	}
 	d->conf.wb = nc->wb;
 	d->conf.log_level = nc->log_level;
-	pmc_log(LOG_NOTICE, "reloaded run-time tunables from %s", d->conf_path);
 	pmc_config_free(nc);
 	free(nc);
+	return r->missed ? -EINVAL : 0;
+}
+
+/* PMCD_RELOAD_FILE, replaced whole (rename) */
+static void reload_publish(int ok, const char *msg)
+{
+	static unsigned seq;
+	char tmp[] = PMCD_RELOAD_FILE ".XXXXXX";
+	FILE *f;
+	int fd;
+
+	mkdir(PMCD_RUN_DIR, 0750);
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlink(tmp);
+		return;
+	}
+	fprintf(f, "%d %u %s %s\n", (int)getpid(), ++seq, ok ? "ok" : "fail", msg);
+	if (fclose(f) || rename(tmp, PMCD_RELOAD_FILE))
+		unlink(tmp);
+}
+
+static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct pmcd *d = &daemon_state;
+	struct reload_report r = {0};
+	struct timespec now;
+	char status[160];
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
+		   (unsigned long long)now.tv_sec * 1000000ull + (unsigned long long)now.tv_nsec / 1000);
+	rc = reload(d, &r);
+	if (rc) {
+		pmc_log(LOG_ERR, "reload of %s: not applied: %s", d->conf_path, r.msg);
+		reload_publish(0, r.msg);
+	} else {
+		pmc_log(LOG_NOTICE, "reloaded run-time tunables from %s", d->conf_path);
+		reload_publish(1, "reloaded");
+	}
+	pmcd_status(d, status, sizeof(status));
+	sd_notifyf(0, "READY=1\nSTATUS=%s%s%s", rc ? "reload failed: " : "",
+		   rc ? r.msg : "", rc ? "" : status);
+}
+
+/* pmcached --reload PID: SIGHUP to the daemon, then wait for its result */
+static int reload_client(const char *pid_arg)
+{
+	char before[4096] = "", line[4096];
+	char *end;
+	long pid = strtol(pid_arg, &end, 10);
+	FILE *f;
+
+	if (!*pid_arg || *end || pid <= 0) {
+		fprintf(stderr, "pmcached: --reload: expects the daemon's pid, not \"%s\"\n",
+			pid_arg);
+		return 2;
+	}
+	f = fopen(PMCD_RELOAD_FILE, "re");
+	if (f) {
+		if (!fgets(before, sizeof(before), f))
+			before[0] = '\0';
+		fclose(f);
+	}
+	if (kill((pid_t)pid, SIGHUP)) {
+		fprintf(stderr, "pmcached: --reload: process %ld: %s\n", pid, strerror(errno));
+		return 1;
+	}
+	for (int i = 0; i < PMCD_RELOAD_WAIT_S * 10; i++) {
+		long got_pid;
+		unsigned seq;
+		char state[8];
+		int off = 0;
+
+		usleep(100000);
+		f = fopen(PMCD_RELOAD_FILE, "re");
+		if (!f)
+			continue;
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		fclose(f);
+		if (!strcmp(line, before) ||
+		    sscanf(line, "%ld %u %7s %n", &got_pid, &seq, state, &off) != 3 || got_pid != pid)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (!strcmp(state, "ok")) {
+			printf("pmcached: %s\n", line + off);
+			return 0;
+		}
+		fprintf(stderr, "pmcached: reload not applied: %s\n", line + off);
+		return 1;
+	}
+	fprintf(stderr, "pmcached: --reload: no answer from process %ld in %d s\n", pid,
+		PMCD_RELOAD_WAIT_S);
+	return 1;
+}
+
+/* The unit's RuntimeDirectory /run/pmcache is root's (0750): when the
+ * socket is in it, control.group must be able to reach it. Other
+ * directories are the operator's and stay as they are. */
+static int run_dir_share(struct pmcd *d, struct pmc_err *err)
+{
+	const char *sock = d->conf.control_socket;
+	size_t n = strlen(PMCD_RUN_DIR);
+	struct group *g;
+
+	if (!d->conf.control_group[0] || strncmp(sock, PMCD_RUN_DIR "/", n + 1) ||
+	    strchr(sock + n + 1, '/'))
+		return 0;
+	g = getgrnam(d->conf.control_group);
+	if (!g)
+		return pmc_err_set(err, ENOENT, "control.group: no group named %s",
+				   d->conf.control_group);
+	if (mkdir(PMCD_RUN_DIR, 0750) && errno != EEXIST)
+		return pmc_err_set(err, errno, "%s: %s", PMCD_RUN_DIR, strerror(errno));
+	if (chown(PMCD_RUN_DIR, 0, g->gr_gid) || chmod(PMCD_RUN_DIR, 0750))
+		return pmc_err_set(err, errno, "%s: cannot give it to group %s: %s", PMCD_RUN_DIR,
+				   d->conf.control_group, strerror(errno));
+	return 0;
 }
 
 static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
@@ -320,6 +634,9 @@ static int start(struct pmcd *d, struct pmc_err *err)
 	if (rc)
 		return rc;
 	rc = open_cache(d, err);
+	if (rc == -EBUSY)
+		return rc; /* held by another process: not ours to serve */
+	unlock_pmem(d);
 	if (rc) {
 		pmc_log(LOG_CRIT, "%s; serving only volumes with no data in the cache, "
 				  "pass-through",
@@ -370,12 +687,7 @@ static int start(struct pmcd *d, struct pmc_err *err)
 
 static void stop(struct pmcd *d)
 {
-	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++) {
-		if (d->vols[i].used) {
-			pmcd_dev_stop(d->vols[i].dev);
-			d->vols[i].dev = NULL;
-		}
-	}
+	stop_devices(d);
 	pmcd_wb_stop(&d->wb);
 	pmc_engine_destroy(d->e); /* closes the disks; marks clean volumes */
 	d->e = NULL;
@@ -391,6 +703,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"config", required_argument, NULL, 'c'},
 		{"check-config", no_argument, NULL, 'C'},
+		{"reload", required_argument, NULL, 'R'},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{0, 0, 0, 0},
@@ -398,6 +711,7 @@ int main(int argc, char **argv)
 	struct pmcd *d = &daemon_state;
 	const char *conf = PMC_CONFIG_DEFAULT_PATH;
 	struct pmc_err err = {0};
+	const char *reload_pid = NULL;
 	int check = 0, opt, rc;
 	ev_signal sig_term, sig_int, sig_hup;
 	ev_timer watchdog;
@@ -410,6 +724,9 @@ int main(int argc, char **argv)
 			break;
 		case 'C':
 			check = 1;
+			break;
+		case 'R':
+			reload_pid = optarg;
 			break;
 		case 'V':
 			printf("pmcached %s\n", PMC_VERSION);
@@ -427,7 +744,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(d->conf_path, sizeof(d->conf_path), "%s", conf);
+	if (reload_pid)
+		return reload_client(reload_pid);
 	rc = pmc_config_load(conf, &d->conf, &err);
+	if (!rc)
+		rc = check_edited(conf, &d->conf, &err);
 	if (rc) {
 		fprintf(stderr, "pmcached: %s\n", err.msg);
 		return 1;
@@ -438,21 +759,32 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	pmc_log_set_level(d->conf.log_level);
+	rc = take_pidfile(d, &err);
+	if (rc) {
+		fprintf(stderr, "pmcached: %s\n", err.msg);
+		return 1;
+	}
+	pmc_log(LOG_INFO, "pmcached %s starting (pid %d, %s)", PMC_VERSION, (int)getpid(), conf);
 	d->start_ns = pmc_mono_ns();
 	d->max_io_start = d->conf.wb.max_io_bytes;
 	d->loop = ev_default_loop(0);
 	signal(SIGPIPE, SIG_IGN);
+	lock_memory();
 	rc = start(d, &err);
 	if (rc) {
 		pmc_log(LOG_ERR, "%s", err.msg);
 		sd_notifyf(0, "STATUS=failed: %s", err.msg);
 		stop(d);
+		pmc_pidfile_release(d->pid_path, d->pid_fd);
 		return 1;
 	}
-	rc = pmcd_ctlsrv_start(d, &err);
+	rc = run_dir_share(d, &err);
+	if (!rc)
+		rc = pmcd_ctlsrv_start(d, &err);
 	if (rc) {
 		pmc_log(LOG_ERR, "%s", err.msg);
 		stop(d);
+		pmc_pidfile_release(d->pid_path, d->pid_fd);
 		return 1;
 	}
 	ev_signal_init(&sig_term, on_stop, SIGTERM);
@@ -476,6 +808,7 @@ int main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1");
 	pmcd_ctlsrv_stop(d);
 	stop(d);
+	pmc_pidfile_release(d->pid_path, d->pid_fd);
 	pmc_log(LOG_NOTICE, "stopped cleanly");
 	return 0;
 }

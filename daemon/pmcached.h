@@ -34,9 +34,12 @@ struct pmcd {
 	struct pmcd_wb wb;
 	struct pmcd_volume vols[PMCD_MAX_VOLUMES];
 	int stopping;
+	int remove_devices;		/* shutdown --remove-devices */
 	uint64_t start_ns;		/* CLOCK_MONOTONIC at start */
 	uint32_t max_io_start;		/* writeback.max_io at start: sizes the engine */
 	void *ctlsrv;			/* control socket (ctlsrv.c) */
+	char pid_path[4096 + 8];	/* pid lock next to the control socket */
+	int pid_fd;			/* holds the pid lock; -1 none */
 };
 
 /* volumes at run time (pmcached.c) */
@@ -44,6 +47,10 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct p
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err);
 struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name);
 void pmcd_status(struct pmcd *d, char *buf, size_t len);
+/* stop the loop; devices in use are left quiesced for the next daemon */
 void pmcd_shutdown(struct pmcd *d);
+/* the same, removing every device: -EBUSY naming the holder if one is in
+ * use (nothing changes then) */
+int pmcd_shutdown_remove(struct pmcd *d, struct pmc_err *err);
 
 #endif

@@ -45,6 +45,7 @@ static const char *const cmd_fields[PMC_CTL_CMD_NR][4] = {
     [PMC_CTL_SET] = {"volume", "key", "value"},
     [PMC_CTL_GET] = {"volume", "key"},
     [PMC_CTL_FLUSH] = {"volume"},
+    [PMC_CTL_SHUTDOWN] = {"remove_devices"},
 };
 
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -390,7 +391,15 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 	switch (r->cmd) {
 	case PMC_CTL_STATUS:
 	case PMC_CTL_VOLUME_LIST:
+		return 0;
 	case PMC_CTL_SHUTDOWN:
+		if (json_object_object_get_ex(o, "remove_devices", &j)) {
+			if (!json_object_is_type(j, json_type_boolean))
+				return pmc_err_set(err, EINVAL,
+						   "%s remove_devices: expected a boolean, got %s",
+						   cmd, jtype_name(j));
+			r->remove_devices = json_object_get_boolean(j) ? 1 : 0;
+		}
 		return 0;
 	case PMC_CTL_STATS:
 	case PMC_CTL_FLUSH:
@@ -575,6 +584,8 @@ static int encode_fields(struct json_object *o, const struct pmc_ctl_req *r)
 		if (!rc && r->force)
 			rc = add(o, "force", json_object_new_boolean(1));
 		return rc;
+	case PMC_CTL_SHUTDOWN:
+		return r->remove_devices ? add(o, "remove_devices", json_object_new_boolean(1)) : 0;
 	case PMC_CTL_VOLUME_ADD:
 		pmc_config_volume_default(&def);
 		for (size_t i = 0; !rc && i < pmc_config_table_len; i++) {

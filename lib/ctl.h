@@ -63,8 +63,14 @@
  *   {"cmd":"flush","volume":S?}
  *       Write back every dirty block (of one volume, or of all) and wait.
  *       -> progress lines, then {"ok":true}
- *   {"cmd":"shutdown"}
- *       -> {"ok":true}; the daemon then drains, detaches and exits.
+ *   {"cmd":"shutdown","remove_devices":B?}
+ *       -> {"ok":true}; the daemon then finishes the requests in flight,
+ *       writes its state and exits. A device in use (mounted, held by
+ *       another device, open) is left quiesced: the next daemon takes it
+ *       over and the file system on it sees no error. The others are
+ *       removed. With remove_devices, refused with EBUSY naming the holder
+ *       of a device in use ("volume V: /dev/ublkbN is in use: mounted on
+ *       /mnt"); else every device is removed.
  *
  * REPLIES
  *   final, success:  {"id":..,"ok":true, payload members...}
@@ -132,6 +138,7 @@ struct pmc_ctl_req {
 	/* volume-add: name, disk and options, the absent ones at their defaults */
 	struct pmc_config_volume add;
 	int force;			  /* volume-remove */
+	int remove_devices;		  /* shutdown */
 	const struct pmc_config_key *key; /* set, get: an entry of pmc_config_table */
 	int64_t value;			  /* set: the number, or a word's index */
 };

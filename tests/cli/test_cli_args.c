@@ -80,6 +80,15 @@ int main(void)
 	T_EQ(req.cmd, PMC_CTL_VOLUME_REMOVE);
 	T_TRUE(req.force && !strcmp(req.volume, "v1"));
 
+	T_OK(P("shutdown"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_TRUE(req.cmd == PMC_CTL_SHUTDOWN && !req.remove_devices);
+	T_OK(P("shutdown", "--remove-devices"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_TRUE(req.cmd == PMC_CTL_SHUTDOWN && req.remove_devices);
+	T_ERR(P("status", "--remove-devices"), EINVAL, "--remove-devices: only for shutdown");
+	T_ERR(P("shutdown", "now"), EINVAL, "expects 0 to 0");
+
 	T_OK(P("set", "-v", "vol0", "mode", "write-around"));
 	T_OK(pmc_cli_build_req(&a, &req, &err));
 	T_EQ(req.cmd, PMC_CTL_SET);

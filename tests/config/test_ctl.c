@@ -31,7 +31,8 @@ static int req_equal(const struct pmc_ctl_req *a, const struct pmc_ctl_req *b)
 	if (a->cmd != b->cmd || a->id.kind != b->id.kind ||
 	    (a->id.kind == PMC_CTL_ID_INT && a->id.num != b->id.num) ||
 	    (a->id.kind == PMC_CTL_ID_STR && strcmp(a->id.str, b->id.str)) ||
-	    strcmp(a->volume, b->volume) || a->force != b->force || a->key != b->key ||
+	    strcmp(a->volume, b->volume) || a->force != b->force ||
+	    a->remove_devices != b->remove_devices || a->key != b->key ||
 	    a->value != b->value)
 		return 0;
 	if (a->cmd != PMC_CTL_VOLUME_ADD)
@@ -178,6 +179,8 @@ static void test_round_trips(void)
 
 	req_init(&r, PMC_CTL_SHUTDOWN);
 	ROUND_TRIP(&r, "{\"cmd\":\"shutdown\"}\n");
+	r.remove_devices = 1;
+	ROUND_TRIP(&r, "{\"cmd\":\"shutdown\",\"remove_devices\":true}\n");
 
 	/* what the daemon would refuse is not encoded at all */
 	req_init(&r, PMC_CTL_CMD_NR);
@@ -347,6 +350,8 @@ static void test_malformed(void)
 	BAD("{\"cmd\":\"status\",\"volume\":\"db\"}", EINVAL, "status: unknown field \"volume\"");
 	BAD("{\"cmd\":\"volume-list\",\"x\":1}", EINVAL, "volume-list: unknown field \"x\"");
 	BAD("{\"cmd\":\"shutdown\",\"force\":true}", EINVAL, "shutdown: unknown field \"force\"");
+	BAD("{\"cmd\":\"shutdown\",\"remove_devices\":1}", EINVAL,
+	    "shutdown remove_devices: expected a boolean, got an integer");
 	BAD("{\"cmd\":\"get\",\"key\":\"mode\",\"volume\":\"db\",\"value\":1}", EINVAL,
 	    "get: unknown field \"value\"");
 	BAD("{\"cmd\":\"stats\",\"volume\":5}", EINVAL,

@@ -1,22 +1,38 @@
 #!/usr/bin/env python3
-"""report.py OUT - the table and the ratios of a run-peers.sh run.
+"""report.py OUT - the tables, the ratios and the goals of a run-peers.sh run.
 
-Reads OUT/SYSTEM/JOB.json (fio --output-format=json) and OUT/SYSTEM/flush.txt
-written by tests/vm/guest/t-bench.sh. Prints a markdown table (IOPS,
-bandwidth, p50/p99/p99.9 latency per system and job; for randrw70 IOPS and
-bandwidth are reads + writes and the latencies are those of the reads), a
-table of write-back times, and one `name: value` line per ratio:
-pmcache_vs_PEER_JOB = pmcache IOPS / PEER IOPS (for flush: pmcache write-back
-rate / PEER write-back rate), all from the same guest run. Also writes
-OUT/iops.dat and OUT/latency.dat for plot.sh.
+Reads what tests/vm/guest/t-bench.sh wrote: OUT/SYSTEM/JOB.json (fio
+--output-format=json), OUT/SYSTEM/flush.txt, and for the replay job
+OUT/SYSTEM/replay.txt (seconds per pass), replay_passN.json and
+replay_countersN.txt (the system's hit counters before the replay and after
+each pass). Prints:
+- a markdown table of IOPS, bandwidth and p50/p99/p99.9 latency per system
+  and job (for randrw70 IOPS and bandwidth are reads + writes and the
+  latencies are the reads'; the _2j jobs sum both jobs);
+- a table of write-back times;
+- a table of the replay: seconds and read hit ratio per pass and system;
+- one `name: value` line per figure: pmcache_vs_PEER_JOB = pmcache IOPS /
+  PEER IOPS (for flush: write-back MiB/s over the peer's), all from the same
+  guest run, ublkceiling (the RAM-backed ublk target) among the peers;
+  replay_passN_s_SYSTEM, replay_read_hit_pct_SYSTEM (both passes),
+  replay_passN_vs_dmwritecache_SYSTEM (time over dm-writecache's);
+- the goals of the hit-path issue with the measured value beside each
+  (those of the delayed disk only for a run with --disk-delay-ms).
+Also writes OUT/iops.dat, OUT/latency.dat and OUT/replay.dat for plot.sh.
 """
 import json
 import os
+import re
 import sys
 
-SYSTEMS = ["pmcache", "dmwritecache", "bcache", "rawnvme"]
-JOBS = ["randwrite_qd1", "randwrite_qd32", "randread_warm", "randrw70", "seqwrite_1m"]
+SYSTEMS = ["pmcache", "ublkceiling", "dmwritecache", "bcache", "rawnvme"]
+REPLAY_SYSTEMS = ["pmcache", "dmwritecache", "bcache", "rawnvme"]
+JOBS = ["randwrite_qd1", "randwrite_qd32", "randwrite_qd32_2j", "randread_warm",
+        "randread_warm_2j", "randrw70", "seqwrite_1m"]
 HEADLINE = [
+    "pmcache_vs_ublkceiling_randread_warm",
+    "pmcache_vs_ublkceiling_randwrite_qd32",
+    "pmcache_vs_ublkceiling_randwrite_qd1",
     "pmcache_vs_dmwritecache_randwrite_qd32",
     "pmcache_vs_dmwritecache_randread_warm",
     "pmcache_vs_bcache_randread_warm",
@@ -34,8 +50,7 @@ def pct(side, p):
     return None
 
 
-def load(out, system, job):
-    path = os.path.join(out, system, job + ".json")
+def fio_json(path):
     try:
         with open(path) as f:
             text = f.read()
@@ -43,7 +58,16 @@ def load(out, system, job):
         return None
     # fio may print notes before the JSON
     text = text[text.find("{"):]
-    j = json.loads(text)["jobs"][0]
+    try:
+        return json.loads(text)["jobs"][0]
+    except (ValueError, KeyError, IndexError):
+        return None
+
+
+def load(out, system, job):
+    j = fio_json(os.path.join(out, system, job + ".json"))
+    if j is None:
+        return None
     r, w = j["read"], j["write"]
     main = r if job.startswith("randread") or job == "randrw70" else w
     return {
@@ -65,6 +89,105 @@ def load_flush(out, system):
         return None
 
 
+def find_key(o, key):
+    """the first dict under o (depth first) that has key"""
+    if isinstance(o, dict):
+        if key in o:
+            return o
+        for v in o.values():
+            r = find_key(v, key)
+            if r is not None:
+                return r
+    elif isinstance(o, list):
+        for v in o:
+            r = find_key(v, key)
+            if r is not None:
+                return r
+    return None
+
+
+def counters(out, system, n):
+    """the hit counters after pass n (0: before the replay) as a dict"""
+    try:
+        with open(os.path.join(out, system, f"replay_counters{n}.txt")) as f:
+            text = f.read()
+    except OSError:
+        return None
+    if system == "pmcache":
+        try:
+            j = json.loads(text[text.find("{"):])
+        except ValueError:
+            return None
+        t = find_key(j, "total")
+        t = t["total"] if t else find_key(j, "read_hit_blocks")
+        if not t:
+            return None
+        return {k: t.get(k, 0) for k in ("read_hit_blocks", "read_miss_blocks", "bypass_blocks",
+                                         "write_pmem_blocks", "write_disk_blocks", "evictions",
+                                         "wb_blocks", "nospace_waits")}
+    if system == "dmwritecache":
+        # 0 SECTORS writecache ERR BLOCKS FREE WRITEBACK READS READ_HITS WRITES ...
+        f = text.split()
+        if len(f) < 9 or f[2] != "writecache":
+            return None
+        return {"reads": int(f[7]), "read_hits": int(f[8]),
+                "writes": int(f[9]) if len(f) > 9 else 0}
+    if system == "bcache":
+        kv = dict(re.findall(r"(\w+)=(\d+)", text))
+        return {k: int(v) for k, v in kv.items()}
+    return None
+
+
+def hit_pct(system, a, b):
+    """read hit percentage between counter snapshots a and b"""
+    if a is None or b is None:
+        return None
+    d = {k: b.get(k, 0) - a.get(k, 0) for k in b}
+    if system == "pmcache":
+        hit, tot = d["read_hit_blocks"], d["read_hit_blocks"] + d["read_miss_blocks"]
+    elif system == "dmwritecache":
+        hit, tot = d["read_hits"], d["reads"]
+    elif system == "bcache":
+        hit = d.get("cache_hits", 0)
+        tot = hit + d.get("cache_misses", 0)
+    else:
+        return None
+    return 100.0 * hit / tot if tot > 0 else None
+
+
+def load_replay(out, system):
+    try:
+        with open(os.path.join(out, system, "replay.txt")) as f:
+            passes = dict(re.findall(r"pass=(\d+) s=([0-9.]+)", f.read()))
+    except OSError:
+        return None
+    c = [counters(out, system, n) for n in range(3)]
+    res = {}
+    for p in (1, 2):
+        s = passes.get(str(p))
+        if s is None:
+            continue
+        j = fio_json(os.path.join(out, system, f"replay_pass{p}.json"))
+        res[p] = {
+            "s": float(s),
+            "hit": hit_pct(system, c[p - 1], c[p]),
+            "read_mib": j and j["read"]["io_bytes"] / 2**20,
+            "write_mib": j and j["write"]["io_bytes"] / 2**20,
+            "delta": ({k: c[p][k] - c[p - 1].get(k, 0) for k in c[p]}
+                      if c[p] and c[p - 1] else None),
+        }
+    return res
+
+
+def delay_ms(out):
+    """the run's --disk-delay-ms, from env.txt"""
+    try:
+        m = re.search(r"disk_delay_ms=(\d+)", open(os.path.join(out, "env.txt")).read())
+        return int(m.group(1)) if m else 0
+    except OSError:
+        return 0
+
+
 def fmt(v, nd=1):
     return "-" if v is None else f"{v:.{nd}f}"
 
@@ -73,10 +196,12 @@ def main():
     out = sys.argv[1]
     res = {(s, j): load(out, s, j) for s in SYSTEMS for j in JOBS}
     fl = {s: load_flush(out, s) for s in SYSTEMS}
-    env = os.path.join(out, "env.txt")
-    if os.path.exists(env):
-        for line in open(env):
-            print("# " + line.rstrip())
+    rp = {s: load_replay(out, s) for s in REPLAY_SYSTEMS}
+    for name in ("env.txt", "trace.txt", "host-load.txt"):
+        path = os.path.join(out, name)
+        if os.path.exists(path):
+            for line in open(path):
+                print("# " + line.rstrip())
     print()
     print("| system | job | IOPS | MiB/s | p50 us | p99 us | p99.9 us |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -95,23 +220,90 @@ def main():
         f = fl[s]
         if f:
             print(f"| {s} | {f['mib']:.0f} MiB | {f['s']:.2f} | {f['mibs']:.1f} |")
-        elif s != "rawnvme":
+        elif s not in ("rawnvme", "ublkceiling"):
             print(f"| {s} | - | - | - |")
     print()
-    ratios = {}
+    print("| system | replay | seconds | read hit % | read MiB | write MiB |")
+    print("|---|---|---:|---:|---:|---:|")
+    for s in REPLAY_SYSTEMS:
+        for p in (1, 2):
+            x = (rp[s] or {}).get(p)
+            if x is None:
+                print(f"| {s} | pass {p} | - | - | - | - |")
+                continue
+            print(f"| {s} | pass {p} | {x['s']:.2f} | {fmt(x['hit'])} | {fmt(x['read_mib'], 0)} |"
+                  f" {fmt(x['write_mib'], 0)} |")
+    x = rp.get("pmcache") or {}
+    for p in (1, 2):
+        d = x.get(p) and x[p]["delta"]
+        if d:
+            print(f"# pmcache replay pass {p}: " + ", ".join(f"{k} {v}" for k, v in d.items()))
+    print()
+
+    fig = {}
     for peer in SYSTEMS[1:]:
         for j in JOBS:
             a, b = res[("pmcache", j)], res[(peer, j)]
             if a and b and b["iops"] > 0:
-                ratios[f"pmcache_vs_{peer}_{j}"] = a["iops"] / b["iops"]
+                fig[f"pmcache_vs_{peer}_{j}"] = a["iops"] / b["iops"]
         a, b = fl["pmcache"], fl[peer]
         if a and b and b["mibs"] > 0:
-            ratios[f"pmcache_vs_{peer}_flush"] = a["mibs"] / b["mibs"]
-    for name in HEADLINE + sorted(k for k in ratios if k not in HEADLINE):
-        if name in ratios:
-            print(f"{name}: {ratios[name]:.2f}")
-        else:
+            fig[f"pmcache_vs_{peer}_flush"] = a["mibs"] / b["mibs"]
+    # the peers' own ratios to the ceiling, to read pmcache's beside them
+    for peer in ("dmwritecache", "bcache", "rawnvme"):
+        for j in JOBS:
+            a, b = res[(peer, j)], res[("ublkceiling", j)]
+            if a and b and b["iops"] > 0:
+                fig[f"{peer}_vs_ublkceiling_{j}"] = a["iops"] / b["iops"]
+    for s in REPLAY_SYSTEMS:
+        for p in (1, 2):
+            x = (rp[s] or {}).get(p)
+            if x:
+                fig[f"replay_pass{p}_s_{s}"] = x["s"]
+                if x["hit"] is not None:
+                    fig[f"replay_pass{p}_read_hit_pct_{s}"] = x["hit"]
+                ref = (rp["dmwritecache"] or {}).get(p)
+                if s != "dmwritecache" and ref and ref["s"] > 0:
+                    fig[f"replay_pass{p}_vs_dmwritecache_{s}"] = x["s"] / ref["s"]
+        a, b = counters(out, s, 0), counters(out, s, 2)
+        h = hit_pct(s, a, b)
+        if h is not None:
+            fig[f"replay_read_hit_pct_{s}"] = h
+    order = HEADLINE + sorted(k for k in fig if k not in HEADLINE)
+    for name in order:
+        if name in fig:
+            print(f"{name}: {fig[name]:.2f}")
+        elif name in HEADLINE:
             print(f"{name}: missing")
+    print()
+
+    # the goals of the hit-path issue, measured in this run
+    def goal(name, value, op, target):
+        if value is None:
+            print(f"goal {name} {op} {target}: not measured in this run")
+            return
+        met = value >= target if op == ">=" else value <= target
+        print(f"goal {name} {op} {target}: {value:.2f} {'met' if met else 'NOT met'}")
+
+    for j in ("randread_warm", "randwrite_qd32", "randwrite_qd1"):
+        goal(f"pmcache_vs_ublkceiling_{j}", fig.get(f"pmcache_vs_ublkceiling_{j}"), ">=", 0.9)
+    for j in ("randread_warm", "randwrite_qd32"):
+        goal(f"pmcache_vs_dmwritecache_{j}", fig.get(f"pmcache_vs_dmwritecache_{j}"), ">=", 1.0)
+    goal("pmcache_vs_rawnvme_seqwrite_1m", fig.get("pmcache_vs_rawnvme_seqwrite_1m"), ">=", 0.9)
+    for p in (1, 2):
+        goal(f"replay_pass{p}_vs_dmwritecache_pmcache",
+             fig.get(f"replay_pass{p}_vs_dmwritecache_pmcache"), "<=", 1.0)
+    p1, p2 = fig.get("replay_pass1_s_pmcache"), fig.get("replay_pass2_s_pmcache")
+    goal("replay_pass2_over_pass1_pmcache", p2 / p1 if p1 and p2 else None, "<=", 1.0)
+    # with the delayed disk every cache ahead of the raw disk
+    if delay_ms(out) > 0:
+        raw = [fig.get(f"replay_pass{p}_s_rawnvme") for p in (1, 2)]
+        for s in ("pmcache", "dmwritecache", "bcache"):
+            for p in (1, 2):
+                t = fig.get(f"replay_pass{p}_s_{s}")
+                goal(f"replay_pass{p}_{s}_over_rawnvme", t / raw[p - 1] if t and raw[p - 1] else None,
+                     "<=", 1.0)
+
     # data files for plot.sh: one row per job, one column per system
     with open(os.path.join(out, "iops.dat"), "w") as f:
         f.write("job " + " ".join(SYSTEMS) + "\n")
@@ -126,6 +318,12 @@ def main():
                 x = res[(s, j)]
                 cols += [fmt(x and x["p50"]), fmt(x and x["p99"])]
             f.write(j + " " + " ".join(c.replace("-", "NaN") for c in cols) + "\n")
+    with open(os.path.join(out, "replay.dat"), "w") as f:
+        f.write("pass " + " ".join(REPLAY_SYSTEMS) + "\n")
+        for p in (1, 2):
+            f.write(f"pass{p} " + " ".join(
+                fmt((rp[s] or {}).get(p) and rp[s][p]["s"], 2).replace("-", "NaN")
+                for s in REPLAY_SYSTEMS) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,28 +1,46 @@
 #!/bin/bash
-# run-peers.sh - pmcache against dm-writecache, bcache and the raw NVMe disk:
-# one guest boot runs the same fio jobs on each (tests/vm/guest/t-bench.sh),
-# then report.py prints the table and the ratios. See tests/bench/BENCHMARKS.md.
+# run-peers.sh - pmcache against dm-writecache, bcache and the raw NVMe disk,
+# and against pmc-ublk-ceiling, a RAM-backed ublk target (the ceiling of the
+# ublk transport): one guest boot runs the same fio jobs and the replay job
+# on each (tests/vm/guest/t-bench.sh), then report.py prints the tables, the
+# ratios and the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
 #
-# usage: run-peers.sh [-B BUILD] [-o OUT] [--smoke] [--no-plots] [--no-core]
+# usage: run-peers.sh [-B BUILD] [-o OUT] [--smoke] [--disk-delay-ms N]
+#                     [--no-plots] [--no-core]
 #   -B BUILD    a configured and built build directory (default: build/bench);
 #               the guest image is built into it if missing (vm-image)
-#   -o OUT      where the results go (default: BUILD/bench-peers/full or smoke):
-#               fio JSON per system and job, env.txt, report.txt, PNG plots,
-#               core.txt (pmcache-bench core)
-#   --smoke     2 s per job, small sizes (the vm-bench-smoke CTest, < 3 min)
+#   -o OUT      where the results go (default: BUILD/bench-peers/full or smoke,
+#               with -delayN appended for --disk-delay-ms N): fio JSON per
+#               system and job, env.txt, report.txt, PNG plots, core.txt
+#               (pmcache-bench core)
+#   --smoke     1 s per job, small sizes, a small trace (the vm-bench-smoke
+#               CTest, which also passes --disk-delay-ms 1)
+#   --disk-delay-ms N
+#               dm-delay under the backing disk of every system: N ms more
+#               per disk I/O (2: a disk array or a network disk). A full run
+#               with it leaves out the ceiling (it has no disk)
 #   --no-plots  no gnuplot PNGs (the smoke run never plots)
 #   --no-core   do not run pmcache-bench core on the host (the smoke run never does)
+# Env: PMC_BENCH_RUNTIME seconds per timed job of a full run (default 20);
+# PMC_BENCH_PMEM_MIB the NVDIMMs' size (default 512).
 # Exit: 0 when the guest ran every job and the report has the table and all
 # headline ratios; 77 when qemu is missing; 1 otherwise.
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../../.." && pwd)
-BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1
+BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	-B) BUILD=$2; shift ;;
 	-o) OUT=$2; shift ;;
 	--smoke) MODE=smoke PLOTS=0 CORE=0 ;;
+	--disk-delay-ms)
+		DELAY=${2:-}
+		case $DELAY in '' | *[!0-9]*)
+			echo "run-peers: --disk-delay-ms needs a whole number of ms, not '$DELAY'" >&2
+			exit 1 ;;
+		esac
+		shift ;;
 	--no-plots) PLOTS=0 ;;
 	--no-core) CORE=0 ;;
 	*) echo "run-peers: unknown argument $1 (see the head of $0)" >&2; exit 1 ;;
@@ -30,12 +48,20 @@ while [ $# -gt 0 ]; do
 	shift
 done
 BUILD=$(cd "$BUILD" && pwd)
-OUT=${OUT:-$BUILD/bench-peers/$MODE}
+case ${PMC_BENCH_RUNTIME:-20} in '' | *[!0-9]* | 0)
+	echo "run-peers: PMC_BENCH_RUNTIME must be a whole number of seconds, not '$PMC_BENCH_RUNTIME'" >&2
+	exit 1 ;;
+esac
+RUN=$MODE
+[ "$DELAY" -gt 0 ] && RUN=$MODE-delay$DELAY
+OUT=${OUT:-$BUILD/bench-peers/$RUN}
 IMAGE=$BUILD/tests/vm/guest
-WORK=$BUILD/tests/vm/work/bench-$MODE
+WORK=$BUILD/tests/vm/work/bench-$RUN
 PMCACHED=$BUILD/daemon/pmcached
 CTL=$BUILD/tests/vm/pmc-vm-ctl
-for f in "$PMCACHED" "$CTL"; do
+CEIL=$BUILD/tests/bench/pmc-ublk-ceiling
+TGEN=$BUILD/tests/bench/pmc-trace-gen
+for f in "$PMCACHED" "$CTL" "$CEIL" "$TGEN"; do
 	[ -x "$f" ] || { echo "run-peers: $f not built (cmake --build $BUILD)" >&2; exit 1; }
 done
 if ! command -v qemu-system-x86_64 >/dev/null; then
@@ -51,28 +77,56 @@ rc=0
 # a private copy of the runner and the guest scripts: bash reads a script as
 # it runs, so an edit of run-guest.sh during the long run would break it
 RUNNER=$(mktemp -d)
-trap 'rm -rf "$RUNNER"' EXIT
 cp "$TOP/tests/vm/run-guest.sh" "$RUNNER/"
 cp -r "$TOP/tests/vm/guest" "$RUNNER/"
-bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 1500 \
-	-b "$PMCACHED" -b "$CTL" -- sh t-bench.sh "$MODE" || rc=$?
+# how loaded the host was: its load average every 30 s during the guest run
+(
+	while :; do
+		echo "$(date -u +%H:%M:%S) $(cut -d' ' -f1-3 /proc/loadavg)"
+		sleep 30
+	done
+) >"$RUNNER/host-load.txt" &
+LOADPID=$!
+trap 'kill $LOADPID 2>/dev/null; rm -rf "$RUNNER"' EXIT
+bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 5400 \
+	-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" || rc=$?
+kill $LOADPID 2>/dev/null || true
 [ $rc = 77 ] && exit 77
 rm -rf "$OUT"
 mkdir -p "$OUT"
 cp -r "$WORK/share/out/bench/." "$OUT/" 2>/dev/null || true
+{
+	echo "host: $(nproc) cpus, $(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "host load average (1, 5, 15 min) every 30 s during the guest run:"
+	cat "$RUNNER/host-load.txt"
+} >"$OUT/host-load.txt"
 echo "run-peers: guest exit $rc after $(($(date +%s) - t0)) s; results in $OUT"
 [ $rc = 0 ] || { echo "run-peers: FAIL: the guest run failed"; exit 1; }
 
 python3 "$SRC/report.py" "$OUT" | tee "$OUT/report.txt"
-for r in pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_warm \
-	pmcache_vs_bcache_randread_warm pmcache_vs_rawnvme_randwrite_qd32; do
-	grep -Eq "^$r: [0-9.]+$" "$OUT/report.txt" || { echo "run-peers: FAIL: no ratio $r"; exit 1; }
+NEED="pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_warm
+	pmcache_vs_bcache_randread_warm pmcache_vs_rawnvme_randwrite_qd32
+	pmcache_vs_dmwritecache_randwrite_qd32_2j pmcache_vs_rawnvme_randread_warm_2j
+	replay_pass1_s_pmcache replay_pass2_s_pmcache replay_pass1_s_dmwritecache
+	replay_pass2_s_dmwritecache replay_pass1_s_bcache replay_pass2_s_bcache
+	replay_pass1_s_rawnvme replay_pass2_s_rawnvme replay_read_hit_pct_pmcache
+	replay_read_hit_pct_dmwritecache replay_read_hit_pct_bcache"
+# every job against the ceiling, unless a delayed full run left it out
+if [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; then
+	NEED="$NEED pmcache_vs_ublkceiling_randread_warm pmcache_vs_ublkceiling_randwrite_qd32
+		pmcache_vs_ublkceiling_randwrite_qd1 pmcache_vs_ublkceiling_randread_warm_2j
+		pmcache_vs_ublkceiling_randwrite_qd32_2j pmcache_vs_ublkceiling_randrw70
+		pmcache_vs_ublkceiling_seqwrite_1m"
+fi
+for r in $NEED; do
+	grep -Eq "^$r: [0-9.]+$" "$OUT/report.txt" || { echo "run-peers: FAIL: no figure $r"; exit 1; }
 done
 grep -q '^| pmcache .* randwrite_qd32 ' "$OUT/report.txt" || { echo "run-peers: FAIL: no table"; exit 1; }
+grep -q '^| pmcache | replay ' "$OUT/report.txt" || { echo "run-peers: FAIL: no replay table"; exit 1; }
 
 if [ $PLOTS = 1 ]; then
 	if command -v gnuplot >/dev/null; then
-		bash "$SRC/plot.sh" "$OUT" && echo "run-peers: plots $OUT/iops.png $OUT/latency.png"
+		bash "$SRC/plot.sh" "$OUT" && echo "run-peers: plots $OUT/iops.png $OUT/latency.png $OUT/replay.png"
 	else
 		echo "run-peers: gnuplot not installed (apt-get install gnuplot-nox): no plots"
 	fi
@@ -86,4 +140,4 @@ if [ $CORE = 1 ]; then
 		echo "run-peers: $B not built: no host figures"
 	fi
 fi
-echo "run-peers: OK ($MODE run, $(($(date +%s) - t0)) s)"
+echo "run-peers: OK ($RUN run, $(($(date +%s) - t0)) s)"

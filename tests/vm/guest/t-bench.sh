@@ -1,34 +1,65 @@
-# t-bench.sh [full|smoke] - guest: the same fio jobs on pmcache and its peers,
-# one system after the other on the same NVMe disk (serial 1) and on pmem
-# of the same size (run-peers.sh sets both NVDIMMs to the same size):
+# t-bench.sh [full|smoke] [DELAY_MS] [RUNTIME_S] - guest: the same fio jobs on pmcache and
+# its peers, one system after the other on the same NVMe disk (serial 1) and
+# on pmem of the same size (run-peers.sh sets both NVDIMMs to the same size):
 #   pmcache        /dev/ublkb0: pmcached over /dev/dax0.0, one write-back volume
+#   ublkceiling    /dev/ublkb1: pmc-ublk-ceiling, a RAM-backed ublk target with
+#                  pmcached's queue geometry: the ceiling of the ublk transport
 #   dmwritecache   /dev/mapper/wc: dm-writecache, pmem mode, over the pmem block device
 #   bcache         /dev/bcache0: bcache, writeback, the pmem block device as cache
 #   rawnvme        the NVMe disk itself
+# With DELAY_MS > 0 the disk under every system is dm-delay over the NVMe
+# disk, adding DELAY_MS to every I/O; a full run then leaves out
+# ublkceiling (it has no disk).
 # Jobs (4K unless said, io_uring, O_DIRECT, one job): warm-up (sequential
 # write then read of the working set, not reported), randread_warm (QD32 on
-# the working set), randrw70 (70/30 mix, QD32, same set), randwrite_qd1,
-# randwrite_qd32 (own region), seqwrite_1m (1 MiB, QD4) and then the time
-# to write back a fixed amount of dirty 4K random data (not for rawnvme).
+# the working set), randread_warm_2j (the same with two jobs, one per CPU,
+# so both queues are busy), randrw70 (70/30 mix, QD32, same set),
+# randwrite_qd1, randwrite_qd32 (own region), randwrite_qd32_2j (two jobs),
+# seqwrite_1m (1 MiB, QD4) and then the time to write back a fixed amount
+# of dirty 4K random data (caches only).
+# Then the replay job (caches and the raw disk): both NVDIMMs get a
+# namespace of REPLAY_CACHE MiB, about a quarter of the footprint of the
+# block trace pmc-trace-gen writes, and each system replays it twice with
+# fio --read_iolog --replay_no_stall at QD32, from an empty cache, the
+# second pass right after the first.
 # fio's JSON goes to /host/out/bench/SYSTEM/JOB.json, the flush time to
-# /host/out/bench/SYSTEM/flush.txt; tests/bench/peers/report.py reads them.
+# /host/out/bench/SYSTEM/flush.txt, the replay's pass times and the
+# systems' hit counters before and after each pass to SYSTEM/replay*.txt;
+# tests/bench/peers/report.py reads them.
 . /host/lib.sh
 PATH=/host/bin:$PATH
 MODE=${1:-full}
+DELAY=${2:-0}
 OUT=/host/out/bench
 SOCK=/tmp/pmcached.sock
+# RT/RAMP: seconds per timed job (RUNTIME_S, default 20, for a full run);
+# WS/WW/SEQ/FL: region sizes (MiB);
+# TRACE: pmc-trace-gen arguments; RC: the replay's cache size (MiB)
 case $MODE in
-full) RT=20 RAMP=2 WS=128 WW=128 SEQ=192 FL=64 ;;
-smoke) RT=2 RAMP=0 WS=16 WW=16 SEQ=32 FL=8 ;;
+full) RT=${3:-20} RAMP=2 WS=128 WW=128 SEQ=192 FL=64 TRACE= RC=224 ;;
+smoke) RT=1 RAMP=0 WS=16 WW=16 SEQ=32 FL=8 TRACE="-f 256 -n 1500" RC=80 ;;
 *) echo "t-bench: mode full or smoke, not $MODE"; exit 2 ;;
 esac
 # regions of the disk (MiB): working set at 0, random writes at 256,
 # sequential writes at 512, the flush test at 896 (the disk has 1024)
 OFF_WW=256 OFF_SEQ=512 OFF_FL=896
-SYSTEMS=${PMC_BENCH_SYSTEMS:-pmcache dmwritecache bcache rawnvme}
+SYSTEMS=${PMC_BENCH_SYSTEMS:-pmcache ublkceiling dmwritecache bcache rawnvme}
+REPLAY_SYSTEMS=${PMC_BENCH_REPLAY_SYSTEMS:-pmcache dmwritecache bcache rawnvme}
+# a full run over a delayed disk leaves out the ceiling: it has no disk, so
+# it measures the same as without the delay (the smoke run keeps it)
+[ "$DELAY" -gt 0 ] && [ $MODE = full ] &&
+	SYSTEMS=$(echo $SYSTEMS | tr ' ' '\n' | grep -vx ublkceiling | tr '\n' ' ')
 
 mkdir -p $OUT
-D=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk $(nvme_serial 1)"; exit 1; }
+NVME=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk $(nvme_serial 1)"; exit 1; }
+D=$NVME
+if [ "$DELAY" -gt 0 ]; then
+	dmsetup create --noudevsync slow --table "0 $(blockdev --getsz $NVME) delay $NVME 0 $DELAY" ||
+		{ bad "dm-delay over $NVME"; exit 1; }
+	dmsetup mknodes slow
+	D=/dev/mapper/slow
+	dmsetup table slow
+fi
 DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
 
 # the peers' pmem block device: the NVDIMM region of the peer size that does
@@ -54,7 +85,7 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	echo "mode=$MODE runtime_s=$RT ramp_s=$RAMP working_set_mib=$WS randwrite_region_mib=$WW seq_region_mib=$SEQ flush_mib=$FL"
 	echo "kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo) mem_kib=$(awk '/MemTotal/ {print $2}' /proc/meminfo)"
 	echo "fio=$(fio --version)"
-	echo "nvme=$D bytes=$(blockdev --getsize64 $D)"
+	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY"
 	echo "devdax=$DAX region=$DAXREG bytes=$PMC_VM_PMEM_BYTES"
 	echo "peer_pmem=$PMEM region=$PREG bytes=$(blockdev --getsize64 $PMEM)"
 } | tee $OUT/env.txt
@@ -73,6 +104,10 @@ fio_job() {
 }
 timed() { # ARGS: fio time-based arguments
 	echo --time_based --runtime=$RT --ramp_time=$RAMP
+}
+# two jobs, one per CPU (blk-mq maps each CPU to its own ublk queue), one report
+two_jobs() {
+	echo --numjobs=2 --group_reporting --cpus_allowed=0-1 --cpus_allowed_policy=split
 }
 
 # flush_all SYS: write back everything that is dirty and wait for it
@@ -120,6 +155,22 @@ volumes = ( { name = "vol0"; disk = "$D"; mode = "write-back"; ublk_id = 0; } );
 EOC
 		pmcached_start /tmp/pmcached.conf $OUT/pmcache/pmcached.log || return 1
 		DEV=/dev/ublkb0 ;;
+	ublkceiling)
+		pmc-ublk-ceiling -d 1 -s $(($(blockdev --getsize64 $D) >> 20)) \
+			>$OUT/ublkceiling/ceiling.log 2>&1 &
+		PID=$!
+		for _i in $(seq 1 300); do
+			grep -q "^ready:" $OUT/ublkceiling/ceiling.log && break
+			kill -0 $PID 2>/dev/null || break
+			sleep 0.1
+		done
+		grep "^ready:" $OUT/ublkceiling/ceiling.log || { cat $OUT/ublkceiling/ceiling.log; return 1; }
+		DEV=/dev/ublkb1
+		# it serves data: 4 MiB written at 900 MiB read back equal
+		dd if=/dev/urandom of=/tmp/pat bs=1M count=4 2>/dev/null
+		dd if=/tmp/pat of=$DEV bs=1M seek=900 oflag=direct 2>/dev/null &&
+			dd if=$DEV of=/tmp/back bs=1M skip=900 count=4 iflag=direct 2>/dev/null &&
+			cmp /tmp/pat /tmp/back || { bad "ublkceiling: read-back mismatch"; return 1; } ;;
 	dmwritecache)
 		wipe "$PMEM"
 		dmsetup create --noudevsync wc --table "0 $(blockdev --getsz $D) writecache p $D $PMEM 4096 0" ||
@@ -150,10 +201,10 @@ EOC
 
 teardown() {
 	case $1 in
-	pmcache)
+	pmcache | ublkceiling)
 		kill -TERM $PID
 		for _i in $(seq 1 600); do kill -0 $PID 2>/dev/null || break; sleep 0.2; done
-		wait $PID ;;
+		wait $PID || bad "$1: exit $? after SIGTERM" ;;
 	dmwritecache) dmsetup remove wc ;;
 	bcache)
 		echo 1 >$BC/stop
@@ -176,12 +227,16 @@ for S in $SYSTEMS; do
 	fio_job $S warm_write --rw=write --bs=1M --iodepth=8 --offset=0 --size=${WS}M
 	fio_job $S warm_read --rw=read --bs=1M --iodepth=8 --offset=0 --size=${WS}M
 	fio_job $S randread_warm --rw=randread --bs=4k --iodepth=32 --offset=0 --size=${WS}M $(timed)
+	fio_job $S randread_warm_2j --rw=randread --bs=4k --iodepth=32 --offset=0 --size=${WS}M \
+		$(timed) $(two_jobs)
 	fio_job $S randrw70 --rw=randrw --rwmixread=70 --bs=4k --iodepth=32 --offset=0 --size=${WS}M $(timed)
 	fio_job $S randwrite_qd1 --rw=randwrite --bs=4k --iodepth=1 --offset=${OFF_WW}M --size=${WW}M $(timed)
 	fio_job $S randwrite_qd32 --rw=randwrite --bs=4k --iodepth=32 --offset=${OFF_WW}M --size=${WW}M $(timed)
+	fio_job $S randwrite_qd32_2j --rw=randwrite --bs=4k --iodepth=32 --offset=${OFF_WW}M \
+		--size=${WW}M $(timed) $(two_jobs)
 	fio_job $S seqwrite_1m --rw=write --bs=1M --iodepth=4 --offset=${OFF_SEQ}M --size=${SEQ}M $(timed)
 	[ $S = pmcache ] && pmc-vm-ctl $SOCK '{"cmd":"stats"}' >$OUT/pmcache/stats.json
-	if [ $S != rawnvme ]; then
+	if [ $S != rawnvme ] && [ $S != ublkceiling ]; then
 		# write-back of FL MiB of dirty 4K blocks, each written once.
 		# bcache's writeback thread pauses writeback_delay (30 s) after each
 		# pass over its index, and a flush would mostly measure that pause
@@ -200,5 +255,70 @@ for S in $SYSTEMS; do
 	fi
 	teardown $S
 done
+
+# --- the replay job: caches of RC MiB (both NVDIMMs get a namespace of
+# that size), the trace replayed twice on each system
+echo "=== replay: trace and caches of $RC MiB ($(up) s)"
+pmc-trace-gen $TRACE -o /tmp/trace.log 2>&1 | tee $OUT/trace.txt
+# the devdax namespace: first raw, so its head can be zeroed (the first
+# phase's cache header lies at the same place, and pmcached formats only a
+# blank pmem), then reconfigured in place
+region_reset "$DAXREG" &&
+	ndctl create-namespace -r "$DAXREG" --mode=raw --size=${RC}M >/dev/null ||
+	{ bad "raw namespace of $RC MiB on $DAXREG"; exit 1; }
+_b=$(ls -d /sys/bus/nd/devices/$DAXREG/namespace*/block/pmem* | head -n 1)
+wipe /dev/$(basename $_b) 16 || { bad "zeroing /dev/$(basename $_b)"; exit 1; }
+ndctl create-namespace -f -e "$(basename "$(dirname "$(dirname $_b)")")" --mode=devdax \
+	--align=2M >/dev/null || { bad "devdax namespace of $RC MiB on $DAXREG"; exit 1; }
+DAX=$(ls /dev/dax* | head -n 1)
+[ -c "$DAX" ] || { bad "no devdax device after the reconfiguration"; exit 1; }
+rm -rf /tmp/pmcache-state
+region_reset "$PREG" &&
+	ndctl create-namespace -r "$PREG" --mode=fsdax --map=mem --size=${RC}M >/dev/null ||
+	{ bad "fsdax namespace of $RC MiB on $PREG"; exit 1; }
+PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null | head -n 1)")
+[ -b "$PMEM" ] || PMEM=/dev/pmem${PREG#region}
+echo "replay_cache_mib=$RC devdax=$DAX peer_pmem=$PMEM bytes=$(blockdev --getsize64 $PMEM)" |
+	tee -a $OUT/env.txt
+
+# counters SYS: the system's hit counters, raw (report.py parses them)
+counters() {
+	case $1 in
+	pmcache) pmc-vm-ctl $SOCK '{"cmd":"stats"}' | tail -n 1 ;;
+	dmwritecache) dmsetup status wc ;;
+	bcache)
+		for _f in cache_hits cache_misses cache_bypass_hits cache_bypass_misses; do
+			echo "$_f=$(cat $BC/stats_total/$_f)"
+		done ;;
+	rawnvme) echo none ;;
+	esac
+}
+
+for S in $REPLAY_SYSTEMS; do
+	echo "=== replay $S ($(up) s)"
+	mkdir -p $OUT/$S
+	setup $S || { bad "$S: setup for the replay failed"; dmesg | tail -n 5; continue; }
+	ok "$S: $DEV ($(blockdev --getsize64 $DEV) bytes)"
+	[ $S = dmwritecache ] && dmsetup message wc 0 clear_stats 2>/dev/null
+	counters $S >$OUT/$S/replay_counters0.txt
+	: >$OUT/$S/replay.txt
+	for P in 1 2; do
+		t0=$(up)
+		fio --name=replay_pass$P --ioengine=io_uring --direct=1 --iodepth=32 \
+			--read_iolog=/tmp/trace.log --replay_redirect="$DEV" --replay_no_stall=1 \
+			--output-format=json --output=$OUT/$S/replay_pass$P.json \
+			>/dev/null 2>$OUT/$S/replay_pass$P.err ||
+			{ bad "$S replay pass $P: fio failed: $(tail -n 3 $OUT/$S/replay_pass$P.err)"; break; }
+		t1=$(up)
+		# bcache folds its hit counters into stats_total on a timer (every
+		# 300/22 s), so they are read once it has run
+		[ $S = bcache ] && sleep 15
+		counters $S >$OUT/$S/replay_counters$P.txt
+		echo "pass=$P s=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")" | tee -a $OUT/$S/replay.txt
+	done
+	echo "dirty after the replay: $(dirty_of $S)"
+	teardown $S
+done
+[ "$DELAY" -gt 0 ] && dmsetup remove slow
 echo "=== done ($(up) s)"
 exit $FAIL

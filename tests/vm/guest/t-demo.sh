@@ -1,11 +1,12 @@
 # t-demo.sh - guest half of the main job (daemon/demo.sh): pmcached over
 # the devdax namespace and an NVMe disk with the default tunables, a file
-# system on the cached device, and what pmcached reports about it.
+# system on the cached device, and what an operator sees of it through
+# pmcachectl: status and stats tables, a restart under the mounted file
+# system, a flush with progress, and the commands to type next.
 . /host/lib.sh
 PATH=/host/bin:$PATH
 DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
 DISK=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk"; exit 1; }
-SOCK=/run/pmcache/pmcached.sock
 cat >/tmp/pmcached.conf <<EOC
 pmem = { path = "$DAX"; };
 state_dir = "/var/lib/pmcache";
@@ -13,7 +14,7 @@ volumes = ( { name = "demo"; disk = "$DISK"; } );
 EOC
 echo "== /tmp/pmcached.conf"
 cat /tmp/pmcached.conf
-pmcached_start /tmp/pmcached.conf /tmp/pmcached.log
+pmcached_start /tmp/pmcached.conf /tmp/pmcached.log || { bad "pmcached did not start"; cat /tmp/pmcached.log; exit 1; }
 cat /tmp/pmcached.log
 [ -b /dev/ublkb0 ] || { bad "pmcached did not export /dev/ublkb0"; exit 1; }
 echo "== /dev/ublkb0 serves volume demo ($(blockdev --getsize64 /dev/ublkb0) bytes), caching $DISK in $DAX"
@@ -25,14 +26,33 @@ sync
 df -h /mnt/demo
 diff -r /usr/lib /mnt/demo/lib >/dev/null && ok "a file system on the cached device holds what was copied" ||
 	bad "copy differs"
-echo "== status"
-pmc-vm-ctl "$SOCK" '{"cmd":"status"}'
-echo "== stats"
-pmc-vm-ctl "$SOCK" '{"cmd":"stats","volume":"demo"}'
-run umount /mnt/demo
-echo "== flush (write back everything)"
-pmc-vm-ctl "$SOCK" '{"cmd":"flush"}'
+echo
+echo "== pmcachectl status"
+run pmcachectl status
+echo
+echo "== pmcachectl stats"
+run pmcachectl stats
+echo
+echo "== restart of pmcached under the mounted file system (what systemctl restart does)"
 kill -TERM $PID
 wait $PID
-tail -3 /tmp/pmcached.log
+tail -2 /tmp/pmcached.log
+pmcached_start /tmp/pmcached.conf /tmp/pmcached.log || { bad "pmcached did not start again"; exit 1; }
+grep "recovered /dev/ublkb0" /tmp/pmcached.log | tail -1
+diff -r /usr/lib /mnt/demo/lib >/dev/null && ok "the mounted file system reads the same after the restart" ||
+	bad "differs after the restart"
+run umount /mnt/demo
+echo
+echo "== pmcachectl flush (write back everything)"
+run pmcachectl flush
+run pmcachectl shutdown
+wait $PID
+tail -2 /tmp/pmcached.log
+cat <<'EON'
+
+== what an operator types next, on a machine with ublk (Linux >= 6.12):
+  pmcachectl status                      # the cache and its volumes at a glance
+  pmcachectl stats --watch               # counters and latencies, refreshed every second
+  pmcachectl volume add NAME /dev/disk/by-id/DISK   # cache one more disk, as /dev/pmcache/NAME
+EON
 exit $FAIL

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# test-package.sh SRC PMCACHED - the package's safe defaults:
+#   - the shipped etc/pmcached.conf formats nothing (pmem.format "never";
+#     test_config_file checks the rest of it) and "pmcached --check-config"
+#     refuses it with "edit PATH: no volume configured" until the example
+#     volume names a disk; then it passes;
+#   - postinst never enables the service (installed disabled), also when
+#     run with stand-ins for systemctl, udevadm and modprobe;
+#   - the configuration is a conffile.
+set -uo pipefail
+src=$1 pmcached=$2
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+conf=$src/etc/pmcached.conf
+
+grep -Eq '^[[:space:]]*format = "never";' "$conf" && echo "ok: the shipped config formats nothing" ||
+	bad "etc/pmcached.conf: pmem.format is not \"never\""
+out=$("$pmcached" --check-config -c "$conf" 2>&1)
+rc=$?
+want="pmcached: edit $conf: no volume configured"
+if [ $rc -ne 0 ] && [ "${out#"$want"}" != "$out" ] && [ "$(echo "$out" | wc -l)" -eq 1 ]; then
+	echo "ok: check-config refuses the shipped file: exit $rc: $out"
+else
+	bad "check-config of the shipped file: exit $rc: $out (want one line starting \"$want\")"
+fi
+: >"$tmp/disk.img"
+sed "s|/dev/disk/by-id/CHANGE-ME|$tmp/disk.img|" "$conf" >"$tmp/edited.conf"
+out=$("$pmcached" --check-config -c "$tmp/edited.conf" 2>&1)
+rc=$?
+[ $rc -eq 0 ] && echo "ok: once the disk is named: $out" || bad "edited config refused: exit $rc: $out"
+
+# postinst with every command it may run replaced by a recorder
+mkdir -p "$tmp/bin"
+for c in systemctl udevadm modprobe deb-systemd-helper deb-systemd-invoke; do
+	printf '#!/bin/sh\necho "%s $*" >>"%s/calls"\n' "$c" "$tmp" >"$tmp/bin/$c"
+	chmod +x "$tmp/bin/$c"
+done
+PATH=$tmp/bin:$PATH sh "$src/systemd/debian/postinst" configure >/dev/null 2>&1 ||
+	bad "postinst configure failed"
+PATH=$tmp/bin:$PATH sh "$src/systemd/debian/postinst" configure 0.0.9 >/dev/null 2>&1 ||
+	bad "postinst configure (upgrade) failed"
+if grep -Eqw 'enable|reenable|preset' "$tmp/calls" 2>/dev/null ||
+	grep -Ev '^[[:space:]]*#' "$src/systemd/debian/postinst" | grep -Eqw 'enable|reenable|preset'; then
+	bad "postinst enables the service: $(grep -Ew 'enable|reenable|preset' "$src/systemd/debian/postinst" "$tmp/calls" 2>/dev/null | head -3)"
+else
+	echo "ok: postinst leaves the service disabled"
+fi
+grep -qx /etc/pmcache/pmcached.conf "$src/systemd/debian/conffiles" && echo "ok: conffile" ||
+	bad "/etc/pmcache/pmcached.conf is not a conffile"
+exit $fail

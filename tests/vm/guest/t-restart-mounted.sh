@@ -1,0 +1,173 @@
+# t-restart-mounted.sh - guest: pmcached restarted under a mounted file
+# system (the restart and live-upgrade path).
+#   1. ext4 on /dev/ublkb0, mounted, with fio crc32c verify running on a
+#      file in it the whole time;
+#   2. "pmcachectl shutdown --remove-devices" is refused while the device
+#      is mounted, and the message names the mount point;
+#   3. SIGTERM three times; each daemon finishes its requests, exits 0 and
+#      leaves /dev/ublkb0 quiesced; the next one (the second time a
+#      different build, pmcached-next, with another version string) takes
+#      it over;
+#   4. every fio run passes its verify, a file written before the restarts
+#      reads back the same, e2fsck finds nothing, and the kernel logged no
+#      I/O error;
+#   5. pmcached --reload (what "systemctl reload" runs) fails, naming it,
+#      for a key that needs a restart, a volume not served, a broken file,
+#      and applies the run-time keys anyway;
+#   6. a device held open by a process: removal refused naming the
+#      process; once closed, "shutdown --remove-devices" removes it.
+. /host/lib.sh
+PATH=/host/bin:$PATH
+CONF=/tmp/pmcached.conf
+LOG=/host/out/pmcached.log
+SOCK=/tmp/pmcached.sock
+RESTARTS=3
+
+DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
+D0=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk"; exit 1; }
+cat >"$CONF" <<EOC
+pmem = { path = "$DAX"; };
+state_dir = "/tmp/pmcache-state";
+control = { socket = "$SOCK"; };
+queues = { count = 2; depth = 32; };
+volumes = ( { name = "data"; disk = "$D0"; mode = "write-back"; ublk_id = 0; } );
+EOC
+: >"$LOG"
+pmcached_start "$CONF" "$LOG" || { bad "pmcached did not start"; cat "$LOG"; exit 1; }
+[ -b /dev/ublkb0 ] || { bad "no /dev/ublkb0"; exit 1; }
+run mkfs.ext4 -q -F /dev/ublkb0 256M
+mkdir -p /mnt/r
+run mount /dev/ublkb0 /mnt/r || exit 1
+dd if=/dev/urandom of=/mnt/r/before bs=1M count=8 2>/dev/null
+sync
+SUM=$(md5sum </mnt/r/before)
+dmesg_lines=$(dmesg | wc -l)
+
+# fio verify in a loop on a file of the mounted ext4 until /tmp/stop-fio
+fio_loop() {
+	_i=0
+	while [ ! -e /tmp/stop-fio ]; do
+		_i=$((_i + 1))
+		if fio --name=r$_i --filename=/mnt/r/fio.dat --size=16M --bs=4k --rw=randwrite \
+			--ioengine=io_uring --direct=1 --iodepth=8 --verify=crc32c --verify_fatal=1 \
+			--output=/tmp/fio-$_i.txt >/dev/null 2>&1; then
+			echo "pass $_i" >>/tmp/fio-results
+		else
+			echo "FAIL $_i" >>/tmp/fio-results
+		fi
+	done
+}
+rm -f /tmp/stop-fio /tmp/fio-results
+fio_loop &
+LOOP=$!
+sleep 3
+
+# --- removal refused while mounted, the holder named ---------------------
+out=$(pmcachectl -s "$SOCK" shutdown --remove-devices 2>&1)
+rc=$?
+[ $rc -eq 6 ] && echo "$out" | grep -q "mounted on /mnt/r" &&
+	ok "shutdown --remove-devices refused: exit 6: $out" ||
+	bad "shutdown --remove-devices while mounted: exit $rc: $out"
+kill -0 $PID 2>/dev/null && ok "pmcached still serving after the refusal" ||
+	{ bad "pmcached exited"; exit 1; }
+
+# --- restarts under the mount --------------------------------------------
+mkdir -p /tmp/next
+ln -sf /host/bin/pmcached-next /tmp/next/pmcached
+for k in $(seq 1 $RESTARTS); do
+	sleep 4 # fio runs meanwhile: requests are in flight at the signal
+	pidof fio >/dev/null && ok "restart $k: fio verify running at SIGTERM" ||
+		bad "restart $k: no fio running at SIGTERM"
+	kill -TERM $PID
+	for _i in $(seq 1 300); do kill -0 $PID 2>/dev/null || break; sleep 0.2; done
+	kill -0 $PID 2>/dev/null && { bad "restart $k: pmcached still running 60 s after SIGTERM"; kill -9 $PID; }
+	wait $PID
+	rc=$?
+	[ $rc -eq 0 ] && ok "restart $k: SIGTERM: exit 0" || bad "restart $k: SIGTERM: exit $rc"
+	[ -b /dev/ublkb0 ] && ok "restart $k: /dev/ublkb0 stays" || bad "restart $k: /dev/ublkb0 gone"
+	[ "$(grep -c "ublkb0 left quiesced" "$LOG")" -ge $k ] && ok "restart $k: $(grep "left quiesced" "$LOG" | tail -1)" ||
+		bad "restart $k: the device was not left quiesced"
+	if [ $k -eq 2 ]; then
+		PATH=/tmp/next:$PATH pmcached_start "$CONF" "$LOG" || { bad "restart $k: pmcached-next did not start"; tail -20 "$LOG"; break; }
+		out=$(pmcachectl -s "$SOCK" --json status)
+		echo "$out" | grep -q '"version": *"[^"]*-next"' && ok "restart $k: now serving: pmcached-next ($(echo "$out" | grep '"version"'))" ||
+			bad "restart $k: not the second build: $out"
+	else
+		pmcached_start "$CONF" "$LOG" || { bad "restart $k: pmcached did not start"; tail -20 "$LOG"; break; }
+	fi
+	[ "$(grep -c "recovered /dev/ublkb0" "$LOG")" -ge $k ] && ok "restart $k: device taken over" ||
+		bad "restart $k: device not recovered"
+	grep "restart (epoch" "$LOG" | tail -1 | grep -q "clean restart" && ok "restart $k: a clean restart" ||
+		bad "restart $k: not recorded as a clean stop: $(grep "restart (epoch" "$LOG" | tail -1)"
+done
+sleep 4
+touch /tmp/stop-fio
+wait $LOOP
+n=$(grep -c pass /tmp/fio-results)
+if grep -q FAIL /tmp/fio-results; then
+	bad "fio verify failed: $(grep FAIL /tmp/fio-results | tr '\n' ' ')"
+	f=$(grep FAIL /tmp/fio-results | head -1 | cut -d' ' -f2)
+	tail -8 /tmp/fio-$f.txt
+fi
+[ "$n" -ge 1 ] && ok "fio crc32c verify on the mounted ext4: $n runs passed across $RESTARTS restarts" ||
+	bad "no fio run finished"
+[ "$(md5sum </mnt/r/before)" = "$SUM" ] && ok "a file written before the restarts reads back the same" ||
+	bad "file changed across the restarts"
+errs=$(dmesg | tail -n +$((dmesg_lines + 1)) | grep -iE "I/O error|EXT4-fs error|EXT4-fs warning|blk_update_request|Buffer I/O")
+[ -z "$errs" ] && ok "the kernel logged no I/O error" || bad "kernel: $errs"
+run umount /mnt/r
+run e2fsck -fn /dev/ublkb0 >/tmp/fsck.txt 2>&1 && ok "e2fsck: clean" || tail -5 /tmp/fsck.txt
+
+# --- reload: what the file changes and cannot be applied fails it ---------
+cp "$CONF" /tmp/good.conf
+out=$(pmcached -c "$CONF" --reload $PID 2>&1) && ok "reload, file unchanged: $out" ||
+	bad "reload of an unchanged file: $out"
+sed -i 's/depth = 32;/depth = 64;/' "$CONF"
+echo 'writeback = { high_pct = 77; low_pct = 33; };' >>"$CONF"
+out=$(pmcached -c "$CONF" --reload $PID 2>&1)
+rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "queues.depth 32 -> 64 needs a restart" &&
+	ok "reload of a start-time key fails: $out" || bad "reload, queues.depth: exit $rc: $out"
+pmcachectl -s "$SOCK" get writeback.high_pct | grep -qx 77 &&
+	ok "the run-time keys of that file were applied" || bad "writeback.high_pct not applied"
+cp /tmp/good.conf "$CONF"
+echo 'writeback = { max_io = "2M"; };' >>"$CONF"
+out=$(pmcached -c "$CONF" --reload $PID 2>&1)
+rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "writeback.max_io 2097152 above its value at start" &&
+	pmcachectl -s "$SOCK" get writeback.max_io | grep -qx 1M &&
+	ok "reload cannot raise writeback.max_io above its start value: $out" ||
+	bad "reload, writeback.max_io 2M: exit $rc: $out; now $(pmcachectl -s "$SOCK" get writeback.max_io)"
+cp /tmp/good.conf "$CONF"
+sed -i "s|^volumes = ( |volumes = ( { name = \"extra\"; disk = \"$(nvme_dev "$(nvme_serial 2)")\"; }, |" "$CONF"
+out=$(pmcached -c "$CONF" --reload $PID 2>&1)
+rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "volume extra is not served" &&
+	ok "reload of a new volume fails: $out" || bad "reload, new volume: exit $rc: $out"
+echo 'queues = {' >"$CONF"
+out=$(pmcached -c "$CONF" --reload $PID 2>&1)
+rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "keeping the running configuration" &&
+	ok "reload of a broken file fails: $out" || bad "reload, broken file: exit $rc: $out"
+cp /tmp/good.conf "$CONF"
+kill -0 $PID && ok "pmcached serves on after the failed reloads" || bad "pmcached gone"
+
+# --- a device open in a process: refused, the process named ---------------
+sleep 600 </dev/ublkb0 &
+HOLD=$!
+sleep 0.5
+out=$(pmcachectl -s "$SOCK" shutdown --remove-devices 2>&1)
+rc=$?
+[ $rc -eq 6 ] && echo "$out" | grep -q "open by process $HOLD (sleep)" &&
+	ok "open device: refused: $out" || bad "open device: exit $rc: $out"
+kill $HOLD
+wait $HOLD 2>/dev/null
+out=$(pmcachectl -s "$SOCK" shutdown --remove-devices 2>&1)
+rc=$?
+[ $rc -eq 0 ] && ok "shutdown --remove-devices: $out" || bad "shutdown --remove-devices: exit $rc: $out"
+for _i in $(seq 1 300); do kill -0 $PID 2>/dev/null || break; sleep 0.2; done
+wait $PID
+[ -e /dev/ublkb0 ] && bad "/dev/ublkb0 left after shutdown --remove-devices" ||
+	ok "shutdown --remove-devices removed /dev/ublkb0"
+grep -E "<[0-3]>" "$LOG" | head -5
+exit $FAIL
