@@ -112,6 +112,15 @@ void pmcd_shutdown(struct pmcd *d)
 	ev_break(d->loop, EVBREAK_ALL);
 }
 
+/* no ublk devices here: nothing can hold one */
+int pmcd_shutdown_remove(struct pmcd *d, struct pmc_err *err)
+{
+	(void)err;
+	d->remove_devices = 1;
+	pmcd_shutdown(d);
+	return 0;
+}
+
 static int server_main(void)
 {
 	struct pmcd *d = &srv;
