@@ -74,17 +74,25 @@ static int mkdir_p(const char *dir)
  */
 static void lock_memory(void)
 {
-	struct rlimit rl;
+	struct rlimit rl = {0};
+	char limit[32] = "unknown";
+	int e;
 
 	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) == 0)
 		return;
-	getrlimit(RLIMIT_MEMLOCK, &rl);
+	e = errno;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0) {
+		if (rl.rlim_cur == RLIM_INFINITY)
+			snprintf(limit, sizeof(limit), "unlimited");
+		else
+			snprintf(limit, sizeof(limit), "%llu KiB",
+				 (unsigned long long)rl.rlim_cur >> 10);
+	}
 	pmc_log(LOG_WARNING,
-		"mlockall: %s (RLIMIT_MEMLOCK %llu KiB): the daemon's memory may be swapped out, "
-		"and I/O to its devices then waits for swap; run it as root or with "
+		"mlockall: %s (RLIMIT_MEMLOCK %s): the daemon's memory may be swapped out, and "
+		"I/O to its devices then waits for swap; run it as root or with "
 		"LimitMEMLOCK=infinity (the unit does)",
-		strerror(errno),
-		rl.rlim_cur == RLIM_INFINITY ? 0ull : (unsigned long long)rl.rlim_cur >> 10);
+		strerror(e), limit);
 }
 
 static void unlock_pmem(struct pmcd *d)

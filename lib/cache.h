@@ -164,9 +164,11 @@ int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t 
  * Read-miss fills: take a snapshot before reading the disk, then publish the
  * block CLEAN only if no copy appeared and no write or invalidation touched
  * the key's stripe meanwhile (-EEXIST, -ESTALE: nothing changed, the caller
- * keeps its pin and frees the block by unpinning it). Writers that bypass
- * the cache invalidate before and after their disk write, so a fill that
- * read old data can never be published after the new data reached the disk.
+ * keeps its pin and frees the block by unpinning it). A writer that
+ * bypasses the cache drops the CLEAN copies (invalidate, which also moves
+ * the snapshot on) before its disk write, and the engine admits no fill of
+ * blocks such a write has in flight, so a fill that read old data can never
+ * be published once the new data may be on the disk (lib/ORDERING.md).
  */
 uint32_t pmc_cache_fill_seq(struct pmc_cache *c, uint32_t vol, uint64_t lba);
 int pmc_cache_publish_fill(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,

@@ -20,12 +20,21 @@
  *  - write-through: as write-back, then the pinned blocks are written to the
  *    disk with RWF_DSYNC and marked clean; the request completes after both.
  *  - write-around, pass-through, and any write while a volume drains for a
- *    mode change: invalidate the blocks, write the buffer to the disk,
- *    invalidate again (so no read-miss fill that raced the write can leave
- *    old data cached).
+ *    mode change: drop the CLEAN cached copies, write the buffer to the disk
+ *    (RWF_DSYNC unless the mode is write-around or pass-through on a volatile
+ *    volume and no DIRTY copy is cached), then drop the DIRTY copies that
+ *    stood for the older data.
  *  - flush: data acknowledged in write-back mode is already durable in pmem;
- *    only disk writes made without RWF_DSYNC need an fdatasync.
+ *    disk writes made without RWF_DSYNC are covered by flush generations:
+ *    a flush completes once a sync issued after its arrival finished.
  *  - discard: invalidate (dirty data too), pass down, invalidate again.
+ *
+ * Ordering (lib/ORDERING.md): foreground disk writes and discards enter an
+ * in-flight list by block range; a disk write of blocks that an older entry
+ * or a write-back write still has in flight is held until those complete,
+ * and write-back stays off ranges in the list. A read miss is not admitted
+ * into the cache while the list covers its range or the volume has plain
+ * disk writes not yet synced.
  *
  * Write-back sweeps the descriptor table with a cursor, picks live dirty
  * blocks (all of them above the high watermark until below the low one,
@@ -71,6 +80,9 @@
 #define WB_BACKOFF_MAX_MS 60000u
 #define NO_BLK UINT64_MAX
 #define HIT_BLK (UINT64_MAX - 1) /* read: served from pmem already */
+/* wr_done of a volume attached after a clean stop, with no plain disk
+ * write since: unsynced for flushes, but fills may be admitted */
+#define WR_GEN_FRESH 1u
 
 struct pmc_evol {
 	struct pmc_disk *disk;	/* NULL: not attached */
@@ -88,7 +100,12 @@ struct pmc_evol {
 	atomic_uint_fast64_t retry_at_ns;
 	atomic_uint backoff_ms;
 	atomic_uint fail_streak; /* write-back failures in a row */
-	atomic_int disk_unsynced; /* disk writes without RWF_DSYNC since the last flush */
+	/* flush generations (ORDERING.md): plain disk writes and discards
+	 * completed, and the value of wr_done when the newest finished sync
+	 * was issued; wr_synced < wr_done: not known durable */
+	atomic_uint_fast64_t wr_done;
+	atomic_uint_fast64_t wr_synced;
+	atomic_int plain_flying; /* plain disk writes and discards in flight */
 	atomic_int no_volatile;	/* the device promised no volatile cache: always DSYNC */
 	atomic_uint_fast64_t seq_next; /* sequential read detection: next expected offset */
 	atomic_uint_fast64_t seq_run;  /* bytes in the current run */
@@ -134,12 +151,14 @@ struct pmc_engine {
 	atomic_uchar ghost[GHOST_SLOTS];
 	/* write-back, owned by the thread in writeback_step (wb_lock) */
 	pthread_mutex_t wb_lock;
-	/* write-back writes in flight, by block range: no other disk write of
+	/* disk writes in flight, by block range: no other disk write of
 	 * those blocks may be issued before they complete, or the disk could
 	 * end up with the older data under a block marked clean */
 	pthread_mutex_t dw_lock;
 	struct wb_io *wb_flying;
-	struct pmc_req_ctx *around_flying;
+	struct pmc_req_ctx *around_flying; /* write-around and discard requests */
+	struct pmc_req_ctx *fg_flying;	   /* requests with disk writes held or in flight */
+	uint64_t dw_seq;		   /* order of foreground disk writes (dw_lock) */
 	uint64_t wb_cursor;
 	int wb_active;		/* between the watermarks */
 	unsigned wb_inflight;
@@ -166,9 +185,17 @@ struct pmc_req_ctx {
 	struct pmc_io *io;	/* [max_req_blocks] */
 	struct iovec *iov;	/* [max_req_blocks] */
 	uint32_t nio;
-	/* write-around in flight over [lba, lba + n): write-back stays off it */
+	/* [max_req_blocks] disk write or discard io[k] held or in flight:
+	 * its place in the order of those (e->dw_seq), else 0 (dw_lock) */
+	uint64_t *ioseq;
+	uint32_t fg_hi;		/* ioseq[k] is 0 for k >= fg_hi (dw_lock) */
+	int fg_listed;		/* in e->fg_flying (dw_lock) */
+	struct pmc_req_ctx *fgnext, **fgprev;
+	/* a disk write or discard in flight over [lba, lba + n): write-back
+	 * stays off it, later disk writes of those blocks wait for it */
 	int around;
 	struct pmc_req_ctx *anext, **aprev; /* e->around_flying (dw_lock) */
+	uint64_t gen;		/* flush: wr_done when its sync was issued */
 	struct pmc_req_ctx *next;
 };
 
@@ -285,6 +312,9 @@ static int wb_conf_check(const struct pmc_wb_conf *wb, struct pmc_err *err)
 }
 
 static void state_mark_clean(struct pmc_engine *e);
+static void synced_advance(struct pmc_evol *v, uint64_t gen);
+static int fills_allowed(struct pmc_evol *v);
+static int around_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n);
 
 /* drop cached copies; nothing to do without a cache */
 static void inval(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n)
@@ -361,6 +391,14 @@ void pmc_engine_destroy(struct pmc_engine *e)
 	state_mark_clean(e);
 	for (uint32_t i = 0; i < e->nvols; i++)
 		if (e->vols[i].disk) {
+			struct pmc_evol *v = &e->vols[i];
+
+			/* plain writes not yet synced: a clean stop leaves none,
+			 * so the next attach may admit fills at once */
+			if (atomic_load(&v->wr_synced) < atomic_load(&v->wr_done) &&
+			    atomic_load(&v->wr_done) > WR_GEN_FRESH && fdatasync(v->disk->fd))
+				pmc_log(LOG_ERR, "volume %s: disk %s: sync at shutdown failed: %s",
+					v->name, v->disk->path, strerror(errno));
 			pmc_disk_close(e->vols[i].disk);
 			if (e->c)
 				pmc_cache_volume_put(e->c, i);
@@ -527,7 +565,7 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 	struct pmc_volume_info vi;
 	struct pmc_evol *v;
 	uint32_t slot;
-	int rc;
+	int rc, clean_stop = 1;
 
 	if (!vc) {
 		pmc_volume_conf_default(&def);
@@ -550,6 +588,10 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 		}
 		vc = &pt;
 	} else if (pmc_cache_volume_find(e->c, name, &slot) == 0) {
+		struct pmc_cache_info ci;
+
+		pmc_cache_get_info(e->c, &ci);
+		clean_stop = ci.was_clean;
 		pmc_cache_volume_info(e->c, slot, &vi);
 		if (disk->size < vi.size_bytes) {
 			pthread_mutex_unlock(&e->lock);
@@ -595,7 +637,12 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 	atomic_store(&v->error, 0);
 	atomic_store(&v->backoff_ms, 0);
 	atomic_store(&v->retry_at_ns, 0);
-	atomic_store(&v->disk_unsynced, 0);
+	/* unsynced: the first flush syncs. After an unclean stop the last
+	 * process may have left acknowledged plain writes in the disk's
+	 * volatile cache: then no fill either until a sync (ORDERING.md) */
+	atomic_store(&v->wr_synced, 0);
+	atomic_store(&v->wr_done, WR_GEN_FRESH + !clean_stop);
+	atomic_store(&v->plain_flying, 0);
 	apply_conf(v, vc);
 	v->disk = disk;
 	pthread_mutex_unlock(&e->lock);
@@ -760,9 +807,22 @@ void pmc_engine_set_wb_conf(struct pmc_engine *e, const struct pmc_wb_conf *wb)
 void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_cache)
 {
 	struct pmc_evol *v = evol(e, vol);
+	uint64_t gen;
 
-	if (v)
-		atomic_store(&v->no_volatile, !volatile_cache);
+	if (!v)
+		return;
+	atomic_store(&v->no_volatile, !volatile_cache);
+	if (volatile_cache)
+		return;
+	/* every disk write is RWF_DSYNC from now on and no flush will come:
+	 * sync what earlier plain writes (of this process or the last) left
+	 * in the disk's volatile cache, so that fills may be admitted */
+	gen = atomic_load(&v->wr_done);
+	if (fdatasync(v->disk->fd) == 0)
+		synced_advance(v, gen);
+	else
+		pmc_log(LOG_ERR, "volume %s: disk %s: sync failed: %s; read misses stay uncached "
+			"until a flush succeeds", v->name, v->disk->path, strerror(errno));
 }
 
 int pmc_engine_volume_error(struct pmc_engine *e, uint32_t vol)
@@ -799,6 +859,7 @@ static void ctx_free_arrays(struct pmc_req_ctx *x)
 {
 	free(x->blk);
 	free(x->snap);
+	free(x->ioseq);
 	free(x->io);
 	free(x->iov);
 }
@@ -842,9 +903,10 @@ int pmc_queue_create_opts(struct pmc_engine *e, unsigned depth, const struct pmc
 		x->q = q;
 		x->blk = calloc(n, sizeof(*x->blk));
 		x->snap = calloc(n, sizeof(*x->snap));
+		x->ioseq = calloc(n, sizeof(*x->ioseq));
 		x->io = calloc(n, sizeof(*x->io));
 		x->iov = calloc(n, sizeof(*x->iov));
-		if (!x->blk || !x->snap || !x->io || !x->iov) {
+		if (!x->blk || !x->snap || !x->io || !x->iov || !x->ioseq) {
 			rc = pmc_err_set(err, ENOMEM, "queue: out of memory");
 			goto err_free;
 		}
@@ -1115,6 +1177,12 @@ static void start_read(struct pmc_req_ctx *x)
 	else
 		STAT_ADD(st, read_full_misses, 1);
 	x->path = PMC_LAT_READ_MISS;
+	/* what the disk holds may not be durable yet: a plain write of the
+	 * volume not synced, or a write or discard of these blocks in flight
+	 * (checked after the fill snapshots: one that starts later drops the
+	 * fills, ORDERING.md) */
+	if (!bypass)
+		bypass = !fills_allowed(v) || around_overlap(e, req->vol, x->lba, x->n);
 	/* runs of misses: admitted blocks read into pmem, others into buf */
 	for (i = 0; i <= x->n; i++) {
 		int miss = i < x->n && x->blk[i] == NO_BLK;
@@ -1146,24 +1214,48 @@ static void start_read(struct pmc_req_ctx *x)
 
 /* --- ordering of disk writes --- */
 
+static int ranges_meet(uint64_t a, uint64_t an, uint64_t b, uint64_t bn)
+{
+	return a < b + bn && b < a + an;
+}
+
 /* a write-back write of any block of [lba, lba + n) is in flight; dw_lock */
 static int wb_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
 {
 	for (struct wb_io *w = e->wb_flying; w; w = w->fnext)
-		if (w->vol == vol && w->lba < lba + n && lba < w->lba + w->n)
+		if (w->vol == vol && ranges_meet(w->lba, w->n, lba, n))
 			return 1;
 	return 0;
 }
 
-/* a write-around of any block of the range is in flight; dw_lock */
+/* a write-around or discard of any block of the range is in flight; dw_lock */
 static int around_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
 {
 	for (struct pmc_req_ctx *x = e->around_flying; x; x = x->anext)
-		if (x->req->vol == vol && x->lba < lba + n && lba < x->lba + x->n)
+		if (x->req->vol == vol && ranges_meet(x->lba, x->n, lba, n))
 			return 1;
 	return 0;
 }
 
+/* ... the same, taking dw_lock; without a cache there is nothing to keep
+ * consistent */
+static int around_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
+{
+	int r;
+
+	if (!e->c)
+		return 0;
+	pthread_mutex_lock(&e->dw_lock);
+	r = around_overlap_locked(e, vol, lba, n);
+	pthread_mutex_unlock(&e->dw_lock);
+	return r;
+}
+
+/*
+ * x (a write-around or a discard) is entered before it drops any cached
+ * copy: write-back stays off its range and read misses of it are not
+ * admitted until x completes (around_leave from req_finish).
+ */
 static void around_enter(struct pmc_req_ctx *x)
 {
 	struct pmc_engine *e = x->q->e;
@@ -1194,58 +1286,176 @@ static void around_leave(struct pmc_req_ctx *x)
 	pthread_mutex_unlock(&e->dw_lock);
 }
 
-static int wb_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
+/* a foreground disk write (or discard) of the range, older than seq, is
+ * held or in flight; dw_lock */
+static int fg_older_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n,
+			   uint64_t seq)
 {
-	int r;
+	for (struct pmc_req_ctx *y = e->fg_flying; y; y = y->fgnext) {
+		if (y->req->vol != vol)
+			continue;
+		for (uint32_t k = 0; k < y->fg_hi; k++)
+			if (y->ioseq[k] && y->ioseq[k] < seq &&
+			    ranges_meet(y->io[k].off / e->bs, y->io[k].len / e->bs, lba, n))
+				return 1;
+	}
+	return 0;
+}
+
+/* io of x takes its place in the order of foreground disk writes */
+static void fg_io_enter(struct pmc_req_ctx *x, struct pmc_io *io)
+{
+	struct pmc_engine *e = x->q->e;
+
+	pthread_mutex_lock(&e->dw_lock);
+	x->ioseq[io - x->io] = ++e->dw_seq;
+	if (x->fg_hi <= io - x->io)
+		x->fg_hi = (uint32_t)(io - x->io) + 1;
+	if (!x->fg_listed) {
+		x->fgnext = e->fg_flying;
+		x->fgprev = &e->fg_flying;
+		if (e->fg_flying)
+			e->fg_flying->fgprev = &x->fgnext;
+		e->fg_flying = x;
+		x->fg_listed = 1;
+	}
+	pthread_mutex_unlock(&e->dw_lock);
+}
+
+/* io of x completed; called after its cache updates, so a later write of
+ * the blocks that this releases sees them done */
+static void fg_io_leave(struct pmc_req_ctx *x, struct pmc_io *io)
+{
+	struct pmc_engine *e = x->q->e;
+	int any = 0;
 
 	if (!e->c)
-		return 0;
+		return;
 	pthread_mutex_lock(&e->dw_lock);
-	r = wb_overlap_locked(e, vol, lba, n);
+	x->ioseq[io - x->io] = 0;
+	for (uint32_t k = 0; k < x->fg_hi && !any; k++)
+		any = x->ioseq[k] != 0;
+	if (!any && x->fg_listed) {
+		*x->fgprev = x->fgnext;
+		if (x->fgnext)
+			x->fgnext->fgprev = x->fgprev;
+		x->fg_listed = 0;
+		x->fg_hi = 0;
+	}
 	pthread_mutex_unlock(&e->dw_lock);
-	return r;
 }
 
 /*
- * Issue a foreground disk write, or hold it on the queue until no
- * write-back write of its blocks is in flight (that older data must land
- * first). The caller has already replaced or dropped the cached copies, so
- * no write-back of older data can start after this check (see wb_claim).
+ * A foreground disk write or discard must wait while a write-back write
+ * or an older foreground write of any of its blocks is in flight: that
+ * older data must land first. The caller has already replaced or dropped
+ * the cached copies, so no write-back of older data can start after this
+ * check (see wb_claim). Older writes never wait for newer ones, and none
+ * waits for a request that waits for free blocks: no cycle.
  */
 static int must_hold(struct pmc_queue *q, struct pmc_io *io)
 {
 	struct pmc_engine *e = q->e;
 	struct pmc_req_ctx *x = io->priv;
+	uint64_t lba = io->off / e->bs, n = io->len / e->bs;
+	int r;
 
-	return wb_overlap(e, x->req->vol, io->off / e->bs, io->len / e->bs);
+	if (!e->c)
+		return 0;
+	pthread_mutex_lock(&e->dw_lock);
+	r = wb_overlap_locked(e, x->req->vol, lba, n) ||
+	    fg_older_locked(e, x->req->vol, lba, n, x->ioseq[io - x->io]);
+	pthread_mutex_unlock(&e->dw_lock);
+	return r;
 }
 
-/* held writes leave in the order they came: a later write of the same
- * blocks must not overtake an earlier one */
+static void around_done(struct pmc_io *io, int res);
+static void around_recheck(struct pmc_req_ctx *x, uint32_t start, uint32_t end);
+
+/* issue a foreground disk write or discard, or hold it on the queue (in
+ * no particular order: must_hold orders the overlapping ones) */
 static void disk_write_issue(struct pmc_queue *q, struct pmc_io *io)
 {
-	if (q->held || must_hold(q, io)) {
-		io->next = NULL;
-		if (q->held_tail)
-			q->held_tail->next = io;
-		else
-			q->held = io;
-		q->held_tail = io;
+	struct pmc_req_ctx *x = io->priv;
+
+	if (q->e->c)
+		fg_io_enter(x, io);
+	if (!must_hold(q, io)) {
+		pmc_ring_submit(q->ring, io);
 		return;
 	}
-	pmc_ring_submit(q->ring, io);
+	io->next = NULL;
+	if (q->held_tail)
+		q->held_tail->next = io;
+	else
+		q->held = io;
+	q->held_tail = io;
 }
 
 static void retry_held(struct pmc_queue *q)
 {
-	while (q->held && !must_hold(q, q->held)) {
-		struct pmc_io *io = q->held;
+	struct pmc_io **pp = &q->held, *prev = NULL;
 
-		q->held = io->next;
-		if (!q->held)
-			q->held_tail = NULL;
+	while (*pp) {
+		struct pmc_io *io = *pp;
+
+		if (must_hold(q, io)) {
+			prev = io;
+			pp = &io->next;
+			continue;
+		}
+		*pp = io->next;
+		if (q->held_tail == io)
+			q->held_tail = prev;
+		if (io->cb == around_done) {
+			/* a copy may have turned CLEAN while the write waited
+			 * (write-back of the older data) */
+			struct pmc_req_ctx *x = io->priv;
+			uint32_t first = (uint32_t)(io->off / q->e->bs - x->lba);
+
+			around_recheck(x, first, first + (uint32_t)(io->len / q->e->bs));
+		}
 		pmc_ring_submit(q->ring, io);
 	}
+}
+
+/* --- flush generations --- */
+
+/* wr_synced only grows */
+static void synced_advance(struct pmc_evol *v, uint64_t gen)
+{
+	uint64_t cur = atomic_load(&v->wr_synced);
+
+	while (cur < gen && !atomic_compare_exchange_weak(&v->wr_synced, &cur, gen))
+		;
+}
+
+/* a plain disk write or discard of v is about to be issued */
+static void plain_begin(struct pmc_evol *v)
+{
+	atomic_fetch_add(&v->plain_flying, 1);
+}
+
+/* ... completed (or failed): a flush arriving from now on must sync it */
+static void plain_end(struct pmc_evol *v)
+{
+	atomic_fetch_add(&v->wr_done, 1);
+	atomic_fetch_sub(&v->plain_flying, 1);
+}
+
+/*
+ * Read misses of v may be admitted into the cache: no plain disk write is
+ * in flight or unsynced, so what a fill reads is durable on the disk
+ * (WR_GEN_FRESH: attached after a clean stop, no plain write since).
+ */
+static int fills_allowed(struct pmc_evol *v)
+{
+	uint64_t done;
+
+	if (atomic_load(&v->plain_flying))
+		return 0;
+	done = atomic_load(&v->wr_done);
+	return done == WR_GEN_FRESH || atomic_load(&v->wr_synced) >= done;
 }
 
 /* --- writes --- */
@@ -1258,54 +1468,112 @@ static void around_done(struct pmc_io *io, int res)
 	struct pmc_req_ctx *x = io->priv;
 	struct pmc_engine *e = x->q->e;
 	struct pmc_req *req = x->req;
-	uint64_t first = io->off / e->bs;
+	uint32_t first = (uint32_t)(io->off / e->bs - x->lba);
+	uint32_t end = first + (uint32_t)(io->len / e->bs);
 
-	/* the new data is on the disk: drop the older cached copy, and any
-	 * fill that read the disk before this write landed (fill sequence) */
-	if (res == 0)
-		inval(e, req->vol, first, (uint32_t)(io->len / e->bs));
+	/* the new data is durable on the disk (RWF_DSYNC was used whenever a
+	 * DIRTY copy was kept): drop the DIRTY copies it replaces, unless a
+	 * newer write replaced them meanwhile */
+	for (uint32_t i = first; i < end; i++) {
+		uint64_t blk;
+
+		if (res == 0 && x->blk[i] != NO_BLK &&
+		    pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, NULL) == 0) {
+			pmc_cache_unpin(e->c, blk);
+			if (blk == x->blk[i])
+				inval(e, req->vol, x->lba + i, 1);
+		}
+		x->blk[i] = NO_BLK;
+	}
+	if (!(io->rw_flags & RWF_DSYNC))
+		plain_end(&e->vols[req->vol]);
 	if (res) {
 		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
 		volume_failed(e, req->vol, res, "write");
 		set_res(x, res);
 	}
+	fg_io_leave(x, io);
 	sub_done(x);
 }
 
-/* blocks [start, end) of x to the disk, from the request buffer */
 /*
- * Blocks [start, end) of x to the disk, from the request buffer. A cached
- * copy of those blocks, possibly the only durable one of an acknowledged
- * write, is dropped only after the new data is durable on the disk
- * (RWF_DSYNC whenever a dirty copy is cached), and write-back stays off the
- * range meanwhile, so older data can never land after the new data.
+ * Drop the CLEAN cached copies of blocks [start, end) of x (each drop, and
+ * the lookup of an absent block, also keeps any fill in flight from
+ * landing). A DIRTY copy may be the only durable copy of an acknowledged
+ * write: it stays, noted in x->blk[i] (else NO_BLK). Returns 1 if one did.
  */
-static int dirty_cached(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n)
+static int around_inval_clean(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
 {
-	for (uint32_t i = 0; e->c && i < n; i++) {
+	struct pmc_engine *e = x->q->e;
+	uint32_t vol = x->req->vol;
+	int dirty = 0;
+
+	for (uint32_t i = start; i < end; i++) {
 		enum pmc_block_state st;
 		uint64_t blk;
 
-		if (pmc_cache_lookup_pin(e->c, vol, lba + i, &blk, &st) == 0) {
+		x->blk[i] = NO_BLK;
+		if (!e->c)
+			continue;
+		if (pmc_cache_lookup_pin(e->c, vol, x->lba + i, &blk, &st) == 0) {
 			pmc_cache_unpin(e->c, blk);
-			if (st == PMC_BLK_DIRTY)
-				return 1;
+			if (st == PMC_BLK_DIRTY) {
+				x->blk[i] = blk;
+				dirty = 1;
+				continue;
+			}
 		}
+		pmc_cache_invalidate(e->c, vol, x->lba + i, 1);
 	}
-	return 0;
+	return dirty;
 }
 
-static void write_around(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
+/* before a held write-around goes to the disk: drop the copies that are
+ * CLEAN now; a DIRTY one (noted or newer) stays */
+static void around_recheck(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
+{
+	struct pmc_engine *e = x->q->e;
+	uint32_t vol = x->req->vol;
+
+	for (uint32_t i = start; i < end; i++) {
+		enum pmc_block_state st;
+		uint64_t blk;
+
+		if (pmc_cache_lookup_pin(e->c, vol, x->lba + i, &blk, &st) == 0) {
+			pmc_cache_unpin(e->c, blk);
+			if (st == PMC_BLK_DIRTY)
+				continue;
+		}
+		pmc_cache_invalidate(e->c, vol, x->lba + i, 1);
+	}
+}
+
+/*
+ * Blocks [start, end) of x to the disk, from the request buffer, around
+ * the cache. The CLEAN copies go first, so none stands for older data once
+ * the new data may be on the disk; write-back and read-miss fills stay off
+ * the range until x completes (around_enter). The write is plain (made
+ * durable by a later flush) only in write-around and pass-through mode on
+ * a volume with a volatile cache, without FUA and with no DIRTY copy kept;
+ * durable says the mode in force acknowledges durable writes (write-back,
+ * write-through: a drain, no free block, the state marker failed).
+ */
+static void write_around(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int durable)
 {
 	struct pmc_engine *e = x->q->e;
 	struct pmc_req *req = x->req;
+	struct pmc_evol *v = &e->vols[req->vol];
 	int dsync;
 
 	around_enter(x);
-	dsync = (req->flags & PMC_REQ_FUA) || atomic_load(&e->vols[req->vol].no_volatile) ||
-		dirty_cached(e, req->vol, x->lba + start, end - start);
+	dsync = durable || (req->flags & PMC_REQ_FUA) || atomic_load(&v->no_volatile);
 	if (!dsync)
-		atomic_store(&e->vols[req->vol].disk_unsynced, 1);
+		plain_begin(v); /* before any copy is dropped: fills see it */
+	if (around_inval_clean(x, start, end) && !dsync) {
+		/* a DIRTY copy stays until the new data is durable */
+		atomic_fetch_sub(&v->plain_flying, 1);
+		dsync = 1;
+	}
 	STAT_ADD(&x->q->stats[req->vol], write_disk_blocks, end - start);
 	x->path = PMC_LAT_WRITE_DISK;
 	disk_write(x, start, end, 0, dsync, around_done);
@@ -1330,6 +1598,7 @@ static void through_done(struct pmc_io *io, int res)
 		volume_failed(e, req->vol, res, "write-through");
 		set_res(x, res);
 	}
+	fg_io_leave(x, io);
 	sub_done(x);
 }
 
@@ -1369,7 +1638,7 @@ static int write_cached(struct pmc_req_ctx *x, int through)
 
 	if (state_begin_dirty(x->q->e, vol)) {
 		/* the marker could not be made durable: no dirty data then */
-		write_around(x, x->cursor, x->n);
+		write_around(x, x->cursor, x->n, 1);
 		x->cursor = x->n;
 		return 0;
 	}
@@ -1396,7 +1665,7 @@ static int write_cached_marked(struct pmc_req_ctx *x, int through)
 				if (through && i > tstart)
 					disk_write(x, tstart, i, 1, 1, through_done);
 				STAT_ADD(st, write_pmem_blocks, i - x->cursor);
-				write_around(x, i, x->n);
+				write_around(x, i, x->n, 1);
 				x->cursor = x->n;
 				return 0;
 			}
@@ -1432,13 +1701,21 @@ static int write_cached_marked(struct pmc_req_ctx *x, int through)
 	return 0;
 }
 
+/* writes acknowledged in the mode in force, or in the one a drain leads
+ * to, must be durable at completion (write-back, write-through) */
+static int durable_mode(struct pmc_evol *v, int in_force)
+{
+	return in_force <= PMC_MODE_WRITE_THROUGH ||
+	       atomic_load(&v->target) <= PMC_MODE_WRITE_THROUGH;
+}
+
 /* x->pending holds one reference for the request itself while it is being
  * started or parked; sub-I/Os add theirs. */
 static void start_write(struct pmc_req_ctx *x)
 {
 	struct pmc_engine *e = x->q->e;
 	struct pmc_evol *v = &e->vols[x->req->vol];
-	int mode = atomic_load(&v->mode);
+	int mode = atomic_load(&v->mode), in_force = mode;
 
 	if (atomic_load(&v->draining) && mode == PMC_MODE_WRITE_BACK)
 		mode = PMC_MODE_WRITE_AROUND; /* leaving write-back: no new dirty data */
@@ -1465,7 +1742,7 @@ static void start_write(struct pmc_req_ctx *x)
 		}
 		break;
 	default:
-		write_around(x, 0, x->n);
+		write_around(x, 0, x->n, durable_mode(v, in_force));
 		break;
 	}
 	sub_done(x);
@@ -1478,7 +1755,7 @@ static void resume_write(struct pmc_req_ctx *x)
 	int mode = atomic_load(&v->mode);
 
 	if (atomic_load(&v->draining) || mode > PMC_MODE_WRITE_THROUGH) {
-		write_around(x, x->cursor, x->n);
+		write_around(x, x->cursor, x->n, durable_mode(v, mode));
 		x->cursor = x->n;
 		sub_done(x);
 		return;
@@ -1497,12 +1774,17 @@ static void simple_done(struct pmc_io *io, int res)
 {
 	struct pmc_req_ctx *x = io->priv;
 	struct pmc_req *req = x->req;
+	struct pmc_evol *v = &x->q->e->vols[req->vol];
 
-	if (req->op == PMC_REQ_DISCARD)
+	if (req->op == PMC_REQ_DISCARD) {
 		inval(x->q->e, req->vol, x->lba, x->n);
-	if (res && req->op == PMC_REQ_FLUSH)
-		/* nothing is known durable: the next flush must sync again */
-		atomic_store(&x->q->e->vols[req->vol].disk_unsynced, 1);
+		plain_end(v);
+		fg_io_leave(x, io);
+	}
+	/* what completed before the sync was issued is durable now; after a
+	 * failure nothing is known durable: the next flush syncs again */
+	if (!res && req->op == PMC_REQ_FLUSH)
+		synced_advance(v, x->gen);
 	if (res) {
 		volume_failed(x->q->e, req->vol, res, req->op == PMC_REQ_FLUSH ? "flush" : "discard");
 		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
@@ -1526,7 +1808,10 @@ static void start_simple(struct pmc_req_ctx *x, enum pmc_io_op op)
 	io->cb = simple_done;
 	io->priv = x;
 	x->pending = 1;
-	pmc_ring_submit(x->q->ring, io);
+	if (op == PMC_IO_DISCARD)
+		disk_write_issue(x->q, io); /* after older writes of the range */
+	else
+		pmc_ring_submit(x->q->ring, io);
 }
 
 static void start_flush(struct pmc_req_ctx *x)
@@ -1534,8 +1819,11 @@ static void start_flush(struct pmc_req_ctx *x)
 	struct pmc_evol *v = &x->q->e->vols[x->req->vol];
 
 	x->path = PMC_LAT_FLUSH;
-	/* write-back data is durable in pmem; only plain disk writes need it */
-	if (!atomic_exchange(&v->disk_unsynced, 0)) {
+	/* write-back data is durable in pmem; plain disk writes completed
+	 * before this flush arrived are in wr_done, and a sync issued now
+	 * covers them. Nothing to do if one issued later has finished. */
+	x->gen = atomic_load(&v->wr_done);
+	if (atomic_load(&v->wr_synced) >= x->gen) {
 		x->pending = 1;
 		sub_done(x);
 		return;
@@ -1549,12 +1837,17 @@ static void start_discard(struct pmc_req_ctx *x)
 	struct pmc_req *req = x->req;
 
 	x->path = PMC_LAT_DISCARD;
-	inval(e, req->vol, x->lba, x->n);
 	if (!e->vols[req->vol].disk->can_discard) {
+		inval(e, req->vol, x->lba, x->n);
 		x->pending = 1;
 		sub_done(x);
 		return;
 	}
+	/* like a write around the cache: write-back and fills stay off the
+	 * range, and the discard waits for older writes of it in flight */
+	around_enter(x);
+	plain_begin(&e->vols[req->vol]);
+	inval(e, req->vol, x->lba, x->n);
 	start_simple(x, PMC_IO_DISCARD);
 }
 

@@ -112,8 +112,10 @@ int pmc_engine_get_mode(struct pmc_engine *e, uint32_t vol, enum pmc_mode *mode,
 void pmc_engine_set_wb_conf(struct pmc_engine *e, const struct pmc_wb_conf *wb);
 /*
  * Whether the exported device tells the kernel it has a volatile write
- * cache (then flush requests make disk writes durable). Without one, every
- * write that reaches the disk directly uses RWF_DSYNC. Default: volatile.
+ * cache (then flush requests make disk writes durable, lib/ORDERING.md).
+ * Without one, every write that reaches the disk directly uses RWF_DSYNC,
+ * and this call syncs the disk once (fdatasync, on the calling thread)
+ * since no flush will come. Default: volatile.
  */
 void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_cache);
 /* first disk error of the volume (sticky until cleared), 0 if none */

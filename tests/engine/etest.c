@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fs.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -480,6 +482,322 @@ uint64_t et_hist_sum(const uint64_t *hist)
 	for (unsigned i = 0; i < PMC_HIST_BUCKETS; i++)
 		n += hist[i];
 	return n;
+}
+
+/* --- a disk with a volatile write cache --- */
+
+/* a write (or discard) not yet durable in all its blocks */
+struct vd_write {
+	uint64_t lba, n;	/* blocks */
+	char *data;		/* n blocks; NULL: zeroes (a discard) */
+	uint8_t *live;		/* per block: may still land */
+	struct pmc_io *io;	/* in flight, or NULL once completed */
+	int dsync;
+	uint64_t done_seq;	/* order of completion, 0 in flight */
+};
+
+#define VD_SYNCS 64
+
+struct et_vdisk {
+	pthread_mutex_t lock;
+	char path[256];
+	uint64_t nblocks;
+	char *durable;		/* nblocks * BS */
+	uint64_t *dseq;		/* per block: done_seq of the durable contents */
+	struct vd_write *w;	/* in submission order */
+	unsigned nw, cap;
+	struct {
+		struct pmc_io *io;
+		uint64_t mark;	/* covers writes with done_seq <= mark */
+	} sync[VD_SYNCS];	/* syncs in flight */
+	uint64_t next_done;
+	uint64_t delay_ns[PMC_IO_DISCARD + 1];
+	int fail[PMC_IO_DISCARD + 1];
+	struct et_vdisk_stats st;
+};
+
+struct et_vdisk *et_vdisk_new(const char *path, uint64_t nblocks)
+{
+	struct et_vdisk *d = calloc(1, sizeof(*d));
+	int fd = open(path, O_RDONLY);
+
+	T_TRUE(d != NULL);
+	if (fd < 0)
+		T_FAIL("open %s: %s", path, strerror(errno));
+	pthread_mutex_init(&d->lock, NULL);
+	snprintf(d->path, sizeof(d->path), "%s", path);
+	d->nblocks = nblocks;
+	d->durable = et_alloc(nblocks * BS);
+	d->dseq = calloc(nblocks, sizeof(*d->dseq));
+	T_TRUE(d->dseq != NULL);
+	if (pread(fd, d->durable, nblocks * BS, 0) != (ssize_t)(nblocks * BS))
+		T_FAIL("read %s: short or failed", path);
+	close(fd);
+	return d;
+}
+
+static void vd_drop(struct vd_write *w)
+{
+	free(w->data);
+	free(w->live);
+}
+
+void et_vdisk_free(struct et_vdisk *d)
+{
+	if (!d)
+		return;
+	for (unsigned i = 0; i < d->nw; i++)
+		vd_drop(&d->w[i]);
+	free(d->w);
+	free(d->durable);
+	free(d->dseq);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* forget writes none of whose blocks can land any more; lock held */
+static void vd_compact(struct et_vdisk *d)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < d->nw; i++) {
+		struct vd_write *w = &d->w[i];
+		int live = 0;
+
+		for (uint64_t b = 0; b < w->n && !live; b++)
+			live = w->live[b];
+		if (!live && !w->io) {
+			vd_drop(w);
+			continue;
+		}
+		d->w[k++] = *w;
+	}
+	d->nw = k;
+}
+
+/* write i is durable: its live blocks become the disk's, and no write
+ * that completed before it can land over them any more; lock held */
+static void vd_make_durable(struct et_vdisk *d, unsigned i)
+{
+	struct vd_write *w = &d->w[i];
+
+	for (uint64_t b = 0; b < w->n; b++) {
+		if (!w->live[b])
+			continue;
+		/* a write that completed later is durable there already */
+		if (w->done_seq > d->dseq[w->lba + b]) {
+			if (w->data)
+				memcpy(d->durable + (w->lba + b) * BS, w->data + b * BS, BS);
+			else
+				memset(d->durable + (w->lba + b) * BS, 0, BS);
+			d->dseq[w->lba + b] = w->done_seq;
+		}
+		w->live[b] = 0;
+		d->st.volatile_blocks--;
+		for (unsigned j = 0; j < d->nw; j++) {
+			struct vd_write *o = &d->w[j];
+			uint64_t lba = w->lba + b;
+
+			if (o->done_seq && o->done_seq < w->done_seq && lba >= o->lba && lba < o->lba + o->n && o->live[lba - o->lba]) {
+				o->live[lba - o->lba] = 0;
+				d->st.volatile_blocks--;
+			}
+		}
+	}
+}
+
+static void vd_record(struct et_vdisk *d, struct pmc_io *io)
+{
+	struct vd_write *w;
+	uint64_t off = 0;
+
+	if (d->nw == d->cap) {
+		d->cap = d->cap ? d->cap * 2 : 64;
+		d->w = realloc(d->w, d->cap * sizeof(*d->w));
+		T_TRUE(d->w != NULL);
+	}
+	w = &d->w[d->nw++];
+	memset(w, 0, sizeof(*w));
+	w->lba = io->off / BS;
+	w->n = io->len / BS;
+	if (io->off % BS || io->len % BS || w->lba + w->n > d->nblocks)
+		T_FAIL("disk model %s: I/O %" PRIu64 "+%" PRIu64 " is not whole blocks inside "
+		       "the disk", d->path, io->off, io->len);
+	w->live = malloc(w->n);
+	T_TRUE(w->live != NULL);
+	memset(w->live, 1, w->n);
+	d->st.volatile_blocks += w->n;
+	w->io = io;
+	w->dsync = io->op == PMC_IO_WRITE && (io->rw_flags & RWF_DSYNC);
+	if (io->op == PMC_IO_WRITE) {
+		w->data = malloc(w->n * BS);
+		T_TRUE(w->data != NULL);
+		for (int i = 0; i < io->iovcnt; i++) {
+			memcpy(w->data + off, io->iov[i].iov_base, io->iov[i].iov_len);
+			off += io->iov[i].iov_len;
+		}
+		T_TRUE(off == io->len);
+	}
+}
+
+void et_vdisk_submit(struct pmc_disk *disk, struct pmc_ring *r, struct pmc_io *io)
+{
+	struct et_vdisk *d = disk->priv;
+	uint64_t delay;
+	int fail;
+
+	pthread_mutex_lock(&d->lock);
+	delay = d->delay_ns[io->op];
+	fail = d->fail[io->op];
+	d->delay_ns[io->op] = 0;
+	d->fail[io->op] = 0;
+	if (fail) {
+		d->st.failed++;
+		pthread_mutex_unlock(&d->lock);
+		pmc_ring_complete_later(r, io, -fail, 0);
+		return;
+	}
+	switch (io->op) {
+	case PMC_IO_READ:
+		break;
+	case PMC_IO_WRITE:
+	case PMC_IO_DISCARD:
+		vd_record(d, io);
+		if (io->op == PMC_IO_DISCARD)
+			d->st.discards++;
+		else if (io->rw_flags & RWF_DSYNC)
+			d->st.dsync_writes++;
+		else
+			d->st.writes++;
+		break;
+	case PMC_IO_FSYNC: {
+		unsigned k;
+
+		/* covers what completed before it was issued */
+		for (k = 0; k < VD_SYNCS && d->sync[k].io; k++)
+			;
+		T_TRUE(k < VD_SYNCS);
+		d->sync[k].io = io;
+		d->sync[k].mark = d->next_done;
+		d->st.syncs++;
+		break;
+	}
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (delay)
+		pmc_ring_submit_later(r, io, delay);
+	else
+		pmc_ring_submit_raw(r, io);
+}
+
+int et_vdisk_complete(struct pmc_disk *disk, struct pmc_io *io, int res)
+{
+	struct et_vdisk *d = disk->priv;
+
+	pthread_mutex_lock(&d->lock);
+	if (io->op == PMC_IO_FSYNC) {
+		unsigned k;
+
+		for (k = 0; k < VD_SYNCS && d->sync[k].io != io; k++)
+			;
+		T_TRUE(k < VD_SYNCS);
+		for (unsigned i = 0; res >= 0 && i < d->nw; i++)
+			if (d->w[i].done_seq && d->w[i].done_seq <= d->sync[k].mark)
+				vd_make_durable(d, i);
+		d->sync[k].io = NULL;
+		vd_compact(d);
+	} else if (io->op == PMC_IO_WRITE || io->op == PMC_IO_DISCARD) {
+		/* the last piece of it (short transfers come back in pieces) */
+		int last = res < 0 || io->op == PMC_IO_DISCARD || io->done + (uint64_t)res >= io->len;
+
+		for (unsigned i = 0; last && i < d->nw; i++) {
+			if (d->w[i].io != io)
+				continue;
+			d->w[i].io = NULL;
+			d->w[i].done_seq = ++d->next_done;
+			if (d->w[i].dsync && res >= 0)
+				vd_make_durable(d, i);
+			break;
+		}
+		vd_compact(d);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return res;
+}
+
+const struct pmc_disk_ops et_vdisk_ops = {
+	.submit = et_vdisk_submit,
+	.complete = et_vdisk_complete,
+};
+
+void et_vdisk_crash_image(struct et_vdisk *d, char *out, enum et_land how, uint64_t *rng)
+{
+	pthread_mutex_lock(&d->lock);
+	memcpy(out, d->durable, d->nblocks * BS);
+	if (how != ET_LAND_NONE) {
+		/* per block, walk the writes newest first: ALL takes the first
+		 * live one; RANDOM stops at each with probability 1/2 */
+		for (uint64_t lba = 0; lba < d->nblocks; lba++) {
+			for (unsigned i = d->nw; i-- > 0;) {
+				struct vd_write *w = &d->w[i];
+
+				if (lba < w->lba || lba >= w->lba + w->n || !w->live[lba - w->lba])
+					continue;
+				if (how == ET_LAND_RANDOM && et_rand(rng) % 2)
+					continue;
+				if (w->data)
+					memcpy(out + lba * BS, w->data + (lba - w->lba) * BS, BS);
+				else
+					memset(out + lba * BS, 0, BS);
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+void et_vdisk_power_cut(struct et_vdisk *d, enum et_land how, uint64_t *rng)
+{
+	char *img = et_alloc(d->nblocks * BS);
+	int fd;
+
+	et_vdisk_crash_image(d, img, how, rng);
+	pthread_mutex_lock(&d->lock);
+	for (unsigned i = 0; i < d->nw; i++) {
+		if (d->w[i].io)
+			T_FAIL("disk model %s: power cut with I/O in flight", d->path);
+		vd_drop(&d->w[i]);
+	}
+	d->nw = 0;
+	d->st.volatile_blocks = 0;
+	memcpy(d->durable, img, d->nblocks * BS);
+	fd = open(d->path, O_WRONLY);
+	if (fd < 0 || pwrite(fd, img, d->nblocks * BS, 0) != (ssize_t)(d->nblocks * BS))
+		T_FAIL("power cut: cannot write %s", d->path);
+	close(fd);
+	pthread_mutex_unlock(&d->lock);
+	free(img);
+}
+
+void et_vdisk_delay_next(struct et_vdisk *d, enum pmc_io_op op, uint64_t delay_ns)
+{
+	pthread_mutex_lock(&d->lock);
+	d->delay_ns[op] = delay_ns;
+	pthread_mutex_unlock(&d->lock);
+}
+
+void et_vdisk_fail_next(struct et_vdisk *d, enum pmc_io_op op, int err)
+{
+	pthread_mutex_lock(&d->lock);
+	d->fail[op] = err;
+	pthread_mutex_unlock(&d->lock);
+}
+
+void et_vdisk_get_stats(struct et_vdisk *d, struct et_vdisk_stats *s)
+{
+	pthread_mutex_lock(&d->lock);
+	*s = d->st;
+	pthread_mutex_unlock(&d->lock);
 }
 
 /* --- the model --- */

@@ -149,6 +149,48 @@ void et_flush_all(struct et *t, struct pmc_queue *q, struct pmc_queue *other);
 void et_stats(struct pmc_engine *e, uint32_t vol, struct pmc_vol_stats *s);
 uint64_t et_hist_sum(const uint64_t *hist);
 
+/* --- a disk with a volatile write cache --- */
+
+/*
+ * A backing disk whose writes land in a volatile cache: a plain write is
+ * durable only once a flush (PMC_IO_FSYNC) submitted after it completed
+ * has finished; an RWF_DSYNC write is durable when it completes. Discards
+ * are writes of zeroes. The file at path always holds the live contents
+ * (what reads return); the model keeps what is durable and, per block,
+ * the writes that are not, so that a power cut can lose any subset of
+ * them. Plug it in with et_vdisk_ops and the et_vdisk as ops_priv, or
+ * call et_vdisk_submit/et_vdisk_complete from other ops. Thread-safe.
+ */
+struct et_vdisk;
+
+/* the file's contents now are durable */
+struct et_vdisk *et_vdisk_new(const char *path, uint64_t nblocks);
+void et_vdisk_free(struct et_vdisk *d);
+extern const struct pmc_disk_ops et_vdisk_ops;
+void et_vdisk_submit(struct pmc_disk *disk, struct pmc_ring *r, struct pmc_io *io);
+int et_vdisk_complete(struct pmc_disk *disk, struct pmc_io *io, int res);
+
+enum et_land {
+	ET_LAND_NONE,	/* every write not yet durable is lost */
+	ET_LAND_ALL,	/* ... all of them land (the newest wins per block) */
+	ET_LAND_RANDOM, /* per block: nothing, or any one of them */
+};
+/* what the disk would hold after a power cut now (nblocks * BS bytes) */
+void et_vdisk_crash_image(struct et_vdisk *d, char *out, enum et_land how, uint64_t *rng);
+/* A power cut now (no I/O of the disk in flight): the file and the
+ * durable contents become such an image; nothing is volatile after. */
+void et_vdisk_power_cut(struct et_vdisk *d, enum et_land how, uint64_t *rng);
+/* the next I/O of kind op reaches the disk after delay_ns, or fails with
+ * -err at once (the write then lands nowhere) */
+void et_vdisk_delay_next(struct et_vdisk *d, enum pmc_io_op op, uint64_t delay_ns);
+void et_vdisk_fail_next(struct et_vdisk *d, enum pmc_io_op op, int err);
+
+struct et_vdisk_stats {
+	uint64_t writes, dsync_writes, discards, syncs, failed;
+	uint64_t volatile_blocks; /* block writes not durable now */
+};
+void et_vdisk_get_stats(struct et_vdisk *d, struct et_vdisk_stats *s);
+
 /* --- the model --- */
 
 #define ET_MAXV 4

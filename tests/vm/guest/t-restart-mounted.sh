@@ -15,26 +15,44 @@
 #      for a key that needs a restart, a volume not served, a broken file,
 #      and applies the run-time keys anyway;
 #   6. a device held open by a process: removal refused naming the
-#      process; once closed, "shutdown --remove-devices" removes it.
+#      process; once closed, "shutdown --remove-devices" removes it;
+# and first: the daemon's memory is locked but not its pmem mapping; a
+# member of control.group reaches the socket in /run/pmcache though the
+# directory starts as root's 0750, as systemd makes it.
 . /host/lib.sh
 PATH=/host/bin:$PATH
 CONF=/tmp/pmcached.conf
 LOG=/host/out/pmcached.log
-SOCK=/tmp/pmcached.sock
+SOCK=/run/pmcache/pmcached.sock
 RESTARTS=3
+
+# /run/pmcache as the unit's RuntimeDirectory leaves it (root, 0750); the
+# daemon must let control.group reach its socket there
+echo 'pmcops:x:4242:' >>/etc/group
+mkdir -p /run/pmcache
+chmod 0750 /run/pmcache
 
 DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
 D0=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk"; exit 1; }
 cat >"$CONF" <<EOC
 pmem = { path = "$DAX"; };
 state_dir = "/tmp/pmcache-state";
-control = { socket = "$SOCK"; };
+control = { socket = "$SOCK"; group = "pmcops"; };
 queues = { count = 2; depth = 32; };
 volumes = ( { name = "data"; disk = "$D0"; mode = "write-back"; ublk_id = 0; } );
 EOC
 : >"$LOG"
 pmcached_start "$CONF" "$LOG" || { bad "pmcached did not start"; cat "$LOG"; exit 1; }
 [ -b /dev/ublkb0 ] || { bad "no /dev/ublkb0"; exit 1; }
+# its memory is locked (mlockall), the pmem mapping is not
+lck=$(grep VmLck /proc/$PID/status | tr -s ' \t' ' ')
+[ "$(echo "$lck" | cut -d' ' -f2)" -gt 0 ] && ok "pmcached memory locked: $lck" || bad "no locked memory: $lck"
+flags=$(awk '/\/dev\/dax0.0/ { m = 1 } m && /^VmFlags:/ { print; exit }' /proc/$PID/smaps)
+[ -n "$flags" ] && ! echo "$flags" | grep -qE ' (lo|lf)( |$)' && ok "the pmem mapping is not locked: $flags" ||
+	bad "pmem mapping: $flags"
+out=$(pmc-run-as 4243 4242 pmcachectl -s "$SOCK" status 2>&1) &&
+	ok "a member of control.group reaches $SOCK ($(ls -ld /run/pmcache | cut -c1-10))" ||
+	bad "control.group member: $out; $(ls -ld /run/pmcache)"
 run mkfs.ext4 -q -F /dev/ublkb0 256M
 mkdir -p /mnt/r
 run mount /dev/ublkb0 /mnt/r || exit 1

@@ -1,0 +1,423 @@
+/* engine_order.c - flush, FUA and write ordering against a disk with a
+ * volatile write cache (lib/ORDERING.md), one scenario per rule.
+ *
+ * The backing disk is the model of etest.h (et_vdisk): plain writes are
+ * durable only after a flush issued once they completed, RWF_DSYNC writes
+ * when they complete. Each scenario drives the engine into the window the
+ * rule closes (a write or a sync held back by the model), then checks
+ * what a power cut at that instant would leave: every write acknowledged
+ * before a completed flush, and every FUA write, is there; no CLEAN cached
+ * copy differs from what the disk would hold.
+ *
+ *   flush_gen      a flush completes only after a sync issued after every
+ *                  write completed before it (one racing an older sync, two
+ *                  concurrent flushes, a re-attached volume, a failed sync)
+ *   fill_unsynced  a read miss does not cache data the disk has not made
+ *                  durable (a write-around write not yet flushed)
+ *   around_clean   a write-around drops the CLEAN copy before its disk write,
+ *                  and a read miss during it caches nothing
+ *   through_order  overlapping write-through writes reach the disk in order
+ *   discard_order  a discard lands after a write-back write of its blocks
+ *
+ * Usage: engine_order [--only NAME]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etest.h"
+#include "t.h"
+
+#define NB 64		/* volume and cache size in blocks */
+#define TAG 7
+#define SLOW_NS 200000000ull /* a disk I/O held back this long */
+
+static struct et g_t;
+static struct et_vol g_v;
+static struct et_vdisk *g_d;
+static struct pmc_queue *g_q;
+static struct pmc_volume_conf g_vc;
+static char *g_buf, *g_img;
+static uint64_t g_rng = 1;
+
+static void open_engine(void)
+{
+	et_open(&g_t, 0);
+	et_attach(&g_t, &g_v, &g_vc, &et_vdisk_ops, g_d);
+	g_q = et_queue(g_t.e, 16);
+}
+
+static void setup(enum pmc_mode mode)
+{
+	memset(&g_t, 0, sizeof(g_t));
+	memset(&g_v, 0, sizeof(g_v));
+	et_path(g_t.pmem_path, sizeof(g_t.pmem_path), "pmem");
+	g_t.pmem_size = et_pmem_size(NB);
+	pmc_wb_conf_default(&g_t.wb);
+	snprintf(g_v.name, sizeof(g_v.name), "ord");
+	et_path(g_v.path, sizeof(g_v.path), "disk");
+	g_v.tag = TAG;
+	g_v.nblocks = NB;
+	et_disk_create(g_v.path, TAG, NB);
+	g_d = et_vdisk_new(g_v.path, NB);
+	pmc_volume_conf_default(&g_vc);
+	g_vc.mode = mode;
+	et_open(&g_t, 1);
+	et_attach(&g_t, &g_v, &g_vc, &et_vdisk_ops, g_d);
+	g_q = et_queue(g_t.e, 16);
+}
+
+/* the process dies: the disk keeps its volatile cache */
+static void process_crash(void)
+{
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 1);
+}
+
+static void teardown(void)
+{
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 0);
+	et_vdisk_free(g_d);
+}
+
+static int write_ver(uint64_t lba, uint64_t ver, unsigned flags)
+{
+	et_fill(g_buf, TAG, lba, ver);
+	return et_io(g_t.e, g_q, NULL, PMC_REQ_WRITE, g_v.vol, lba, 1, g_buf, flags);
+}
+
+static void submit_write(struct et_req *r, char *buf, uint64_t lba, uint64_t ver)
+{
+	et_fill(buf, TAG, lba, ver);
+	et_submit(g_q, r, PMC_REQ_WRITE, g_v.vol, lba, 1, buf, 0);
+}
+
+static int flush(void)
+{
+	return et_io(g_t.e, g_q, NULL, PMC_REQ_FLUSH, g_v.vol, 0, 0, NULL, 0);
+}
+
+static void wait_req(struct et_req *r, const char *what)
+{
+	et_wait(g_t.e, g_q, NULL, &r->done, 15000, what);
+}
+
+/* poll for a while without waiting on anything in particular */
+static void poll_ms(unsigned ms)
+{
+	uint64_t t0 = pmc_mono_ns();
+
+	while (pmc_mono_ns() - t0 < ms * 1000000ull)
+		pmc_queue_poll(g_q, 1, 1000000ull);
+}
+
+/* block lba of what a power cut now would leave on the disk (how) */
+static uint64_t durable_ver(uint64_t lba, enum et_land how)
+{
+	et_vdisk_crash_image(g_d, g_img, how, &g_rng);
+	return et_version(g_img + lba * BS, TAG, lba);
+}
+
+static void expect_durable(uint64_t lba, uint64_t want, const char *what)
+{
+	uint64_t got = durable_ver(lba, ET_LAND_NONE);
+	char g[64];
+
+	if (got != want)
+		T_FAIL("%s: block %" PRIu64 " after a power cut now would be %s, expected version "
+		       "%" PRIu64 " (acknowledged before a completed flush, or FUA)",
+		       what, lba, et_vstr(got, g, sizeof(g)), want);
+}
+
+/* no CLEAN cached copy differs from what a power cut (how) would leave */
+static void expect_clean_agrees(enum et_land how, const char *what)
+{
+	et_vdisk_crash_image(g_d, g_img, how, &g_rng);
+	for (uint64_t lba = 0; lba < NB; lba++) {
+		enum pmc_block_state st;
+		uint64_t blk, cv, dv;
+		char c[64], d[64];
+
+		if (pmc_cache_lookup_pin(g_t.c, g_v.vol, lba, &blk, &st))
+			continue;
+		cv = et_version(pmc_cache_block_data(g_t.c, blk), TAG, lba);
+		pmc_cache_unpin(g_t.c, blk);
+		dv = et_version(g_img + lba * BS, TAG, lba);
+		if (st == PMC_BLK_CLEAN && cv != dv)
+			T_FAIL("%s: block %" PRIu64 " is CLEAN in the cache with %s, but a power cut "
+			       "now would leave %s on the disk: it would change value without a "
+			       "write",
+			       what, lba, et_vstr(cv, c, sizeof(c)), et_vstr(dv, d, sizeof(d)));
+	}
+}
+
+/* the cache holds no CLEAN copy of lba */
+static void expect_no_clean(uint64_t lba, const char *what)
+{
+	enum pmc_block_state st;
+	uint64_t blk;
+
+	if (pmc_cache_lookup_pin(g_t.c, g_v.vol, lba, &blk, &st))
+		return;
+	pmc_cache_unpin(g_t.c, blk);
+	if (st == PMC_BLK_CLEAN)
+		T_FAIL("%s: block %" PRIu64 " is cached CLEAN with version %" PRIu64, what, lba,
+		       et_version(pmc_cache_block_data(g_t.c, blk), TAG, lba));
+}
+
+static void sc_flush_gen(void)
+{
+	struct et_req w, f1, f2;
+	char *wb = et_alloc(BS);
+	struct et_vdisk_stats s0, s1;
+
+	setup(PMC_MODE_WRITE_AROUND);
+	/* a write still on its way while an older flush syncs */
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	submit_write(&w, wb, 1, 1);
+	et_submit(g_q, &f1, PMC_REQ_FLUSH, g_v.vol, 0, 0, NULL, 0);
+	wait_req(&f1, "flush 1");
+	T_EQ(f1.res, 0);
+	wait_req(&w, "write of block 1");
+	T_EQ(w.res, 0);
+	T_EQ(flush(), 0);
+	expect_durable(1, 1, "a flush after a write that completed after an older flush's sync");
+
+	/* two flushes at once: the second must not complete before a sync
+	 * of the write acknowledged before it */
+	T_EQ(write_ver(2, 2, 0), 0);
+	et_vdisk_delay_next(g_d, PMC_IO_FSYNC, SLOW_NS);
+	et_submit(g_q, &f1, PMC_REQ_FLUSH, g_v.vol, 0, 0, NULL, 0);
+	et_submit(g_q, &f2, PMC_REQ_FLUSH, g_v.vol, 0, 0, NULL, 0);
+	wait_req(&f2, "flush 2");
+	T_EQ(f2.res, 0);
+	expect_durable(2, 2, "the second of two concurrent flushes, at its completion");
+	wait_req(&f1, "flush 1");
+	T_EQ(f1.res, 0);
+
+	/* the process dies with a write in the disk's cache; the volume is
+	 * attached again: its first flush must sync */
+	T_EQ(write_ver(3, 3, 0), 0);
+	process_crash();
+	open_engine();
+	et_vdisk_get_stats(g_d, &s0);
+	T_EQ(flush(), 0);
+	et_vdisk_get_stats(g_d, &s1);
+	if (s1.syncs == s0.syncs)
+		T_FAIL("the first flush of a re-attached volume did not sync the disk");
+	expect_durable(3, 3, "the first flush after the volume was attached again");
+
+	/* a failed sync: the flush fails, the next one syncs again */
+	T_EQ(write_ver(4, 4, 0), 0);
+	et_vdisk_fail_next(g_d, PMC_IO_FSYNC, EIO);
+	T_EQ(flush(), -EIO);
+	pmc_engine_clear_error(g_t.e, g_v.vol);
+	et_vdisk_get_stats(g_d, &s0);
+	T_EQ(flush(), 0);
+	et_vdisk_get_stats(g_d, &s1);
+	if (s1.syncs == s0.syncs)
+		T_FAIL("a flush after a failed flush did not sync the disk");
+	expect_durable(4, 4, "a flush after a failed one");
+
+	/* FUA: durable at completion, no flush needed */
+	T_EQ(write_ver(5, 5, PMC_REQ_FUA), 0);
+	expect_durable(5, 5, "a FUA write-around write");
+	free(wb);
+	teardown();
+	printf("ok: flush_gen\n");
+}
+
+static void sc_fill_unsynced(void)
+{
+	setup(PMC_MODE_WRITE_AROUND);
+	T_EQ(write_ver(5, 5, 0), 0);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 5, 1, g_buf, 0), 0);
+	T_EQ(et_version(g_buf, TAG, 5), 5);
+	expect_no_clean(5, "a read miss of an unflushed write-around write");
+	expect_clean_agrees(ET_LAND_NONE, "a read miss of an unflushed write-around write");
+	/* after the flush, misses are cached again */
+	T_EQ(flush(), 0);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 6, 1, g_buf, 0), 0);
+	{
+		enum pmc_block_state st;
+		uint64_t blk;
+
+		if (pmc_cache_lookup_pin(g_t.c, g_v.vol, 6, &blk, &st))
+			T_FAIL("a read miss after a flush was not cached");
+		pmc_cache_unpin(g_t.c, blk);
+	}
+	/* a power cut: the cache must not keep what the disk lost */
+	T_EQ(write_ver(7, 7, 0), 0);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 7, 1, g_buf, 0), 0);
+	process_crash();
+	et_vdisk_power_cut(g_d, ET_LAND_NONE, &g_rng);
+	open_engine();
+	expect_clean_agrees(ET_LAND_NONE, "after a power cut that lost an unflushed write");
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 7, 1, g_buf, 0), 0);
+	et_disk_read(g_v.path, 7, g_img);
+	if (memcmp(g_buf, g_img, BS))
+		T_FAIL("after a power cut, block 7 reads %" PRIu64 " through the engine but the disk "
+		       "holds %" PRIu64,
+		       et_version(g_buf, TAG, 7), et_version(g_img, TAG, 7));
+	teardown();
+	printf("ok: fill_unsynced\n");
+}
+
+static void sc_around_clean(void)
+{
+	struct et_req w, r;
+	char *wb = et_alloc(BS), *rb = et_alloc(BS);
+
+	setup(PMC_MODE_WRITE_AROUND);
+	/* block 6 cached CLEAN (written, flushed, read) */
+	T_EQ(write_ver(6, 6, 0), 0);
+	T_EQ(flush(), 0);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 6, 1, g_buf, 0), 0);
+	{
+		enum pmc_block_state st;
+		uint64_t blk;
+
+		T_EQ(pmc_cache_lookup_pin(g_t.c, g_v.vol, 6, &blk, &st), 0);
+		pmc_cache_unpin(g_t.c, blk);
+		T_EQ(st, PMC_BLK_CLEAN);
+	}
+	/* a write-around of it on its way to the disk */
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	submit_write(&w, wb, 6, 7);
+	poll_ms(20);
+	T_TRUE(!w.done);
+	expect_no_clean(6, "a write-around in flight over a CLEAN block");
+	expect_clean_agrees(ET_LAND_ALL, "a write-around in flight over a CLEAN block");
+	/* a read miss meanwhile caches nothing */
+	et_submit(g_q, &r, PMC_REQ_READ, g_v.vol, 6, 1, rb, 0);
+	wait_req(&r, "read during the write-around");
+	T_TRUE(!w.done);
+	expect_no_clean(6, "a read miss during a write-around");
+	expect_clean_agrees(ET_LAND_ALL, "a read miss during a write-around");
+	wait_req(&w, "write-around of block 6");
+	T_EQ(w.res, 0);
+	expect_clean_agrees(ET_LAND_NONE, "after the write-around");
+
+	/* the same with nothing cached: a miss that reads the old data
+	 * while the new is on its way must not be cached */
+	T_EQ(write_ver(8, 8, 0), 0);
+	T_EQ(flush(), 0);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	submit_write(&w, wb, 8, 9);
+	poll_ms(20);
+	et_submit(g_q, &r, PMC_REQ_READ, g_v.vol, 8, 1, rb, 0);
+	wait_req(&r, "read during the write-around");
+	T_TRUE(!w.done);
+	expect_no_clean(8, "a read miss during a write-around of an uncached block");
+	expect_clean_agrees(ET_LAND_ALL, "a read miss during a write-around of an uncached block");
+	wait_req(&w, "write-around of block 8");
+	free(wb);
+	free(rb);
+	teardown();
+	printf("ok: around_clean\n");
+}
+
+static void sc_through_order(void)
+{
+	struct et_req w1, w2;
+	char *b1 = et_alloc(BS), *b2 = et_alloc(BS);
+	enum pmc_block_state st;
+	uint64_t blk, ver;
+
+	setup(PMC_MODE_WRITE_THROUGH);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	submit_write(&w1, b1, 10, 10);
+	poll_ms(5);
+	submit_write(&w2, b2, 10, 11);
+	wait_req(&w1, "write-through 1");
+	wait_req(&w2, "write-through 2");
+	T_EQ(w1.res, 0);
+	T_EQ(w2.res, 0);
+	et_quiesce(g_q, NULL);
+	et_disk_read(g_v.path, 10, g_img);
+	ver = et_version(g_img, TAG, 10);
+	if (ver != 11)
+		T_FAIL("two overlapping write-through writes: the disk holds version %" PRIu64
+		       ", expected the newer 11",
+		       ver);
+	expect_durable(10, 11, "two overlapping write-through writes");
+	T_EQ(pmc_cache_lookup_pin(g_t.c, g_v.vol, 10, &blk, &st), 0);
+	ver = et_version(pmc_cache_block_data(g_t.c, blk), TAG, 10);
+	pmc_cache_unpin(g_t.c, blk);
+	T_EQ(ver, 11);
+	expect_clean_agrees(ET_LAND_NONE, "two overlapping write-through writes");
+	free(b1);
+	free(b2);
+	teardown();
+	printf("ok: through_order\n");
+}
+
+static void sc_discard_order(void)
+{
+	struct et_req dr;
+	uint64_t ver;
+	char g[64];
+
+	struct pmc_wb_conf wb;
+
+	setup(PMC_MODE_WRITE_BACK);
+	T_EQ(write_ver(20, 20, 0), 0);
+	/* write-back of block 20 on its way to the disk */
+	wb = g_t.wb;
+	wb.max_age_ms = 0; /* write back whatever is dirty */
+	pmc_engine_set_wb_conf(g_t.e, &wb);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 1);
+	et_submit(g_q, &dr, PMC_REQ_DISCARD, g_v.vol, 20, 1, NULL, 0);
+	wait_req(&dr, "discard of block 20");
+	T_EQ(dr.res, 0);
+	et_quiesce(g_q, NULL);
+	T_EQ(flush(), 0);
+	et_disk_read(g_v.path, 20, g_img);
+	ver = et_version(g_img, TAG, 20);
+	if (ver != EV_ZERO)
+		T_FAIL("a discard after a write-back write of the block: the disk holds %s, "
+		       "expected zeroes (the older data landed after the discard)",
+		       et_vstr(ver, g, sizeof(g)));
+	teardown();
+	printf("ok: discard_order\n");
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+} g_sc[] = {
+	{"flush_gen", sc_flush_gen},
+	{"fill_unsynced", sc_fill_unsynced},
+	{"around_clean", sc_around_clean},
+	{"through_order", sc_through_order},
+	{"discard_order", sc_discard_order},
+};
+
+int main(int argc, char **argv)
+{
+	const char *only = NULL;
+	int ran = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = argv[++i];
+	g_buf = et_alloc(BS);
+	g_img = et_alloc(NB * BS);
+	for (size_t i = 0; i < sizeof(g_sc) / sizeof(g_sc[0]); i++) {
+		if (only && strcmp(only, g_sc[i].name))
+			continue;
+		g_sc[i].fn();
+		ran++;
+	}
+	if (!ran)
+		T_FAIL("no scenario named %s", only);
+	free(g_buf);
+	free(g_img);
+	return 0;
+}
