@@ -559,9 +559,11 @@ static void sc_write_error(void)
 		pmc_engine_clear_error(g_t.e, b->vol);
 		T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
 		/* whichever version a read returns is the one the disk holds
-		 * once flushed: a failed write-through write never leaves a
-		 * block that changes value when evicted */
+		 * once flushed: a failed write never leaves a block that
+		 * changes value when evicted */
+		expect_disk_as_engine(a, 10, 4, "a failed write-around write, flushed");
 		expect_disk_as_engine(b, 10, 4, "a failed write-through write, flushed");
+		expect_disk_as_engine(a, 20, 4, "a failed write-around FUA write, flushed");
 		/* written again, the data is exact */
 		T_EQ(write_ver(a, 10, 4, ver + 1, 0), 0);
 		T_EQ(write_ver(b, 10, 4, ver + 1, 0), 0);
