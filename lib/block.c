@@ -97,6 +97,8 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int evict)
 	uint32_t s, vol = d->vol;
 	int rc;
 
+	if ((pmc_load64(&d->state) & 0xff) == PMC_BLK_BAD)
+		return -EBUSY; /* retired: bad media (poison.h) */
 	if (vol >= c->max_volumes)
 		return 0; /* never linked: a live descriptor has a valid slot */
 	b = pmc_index_bucket(c, vol, d->lba);
@@ -112,6 +114,16 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int evict)
 		goto out;
 	}
 	st = pmc_load64(&d->state) & 0xff;
+	if (st == PMC_BLK_LOST && !pmc_desc_live(c, d)) {
+		/* a stale LOST block (its volume was removed or its disk
+		 * replaced): unlinked, but its media is bad: retired */
+		pmc_pmem_store8(c->pm, link, pmc_load64(&d->next));
+		pmc_pmem_persist(c->pm, link, sizeof(*link));
+		pmc_pmem_store8(c->pm, &d->state, PMC_BLK_BAD);
+		pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
+		rc = -EBUSY;
+		goto out;
+	}
 	if (pmc_desc_live(c, d)) {
 		if (st != PMC_BLK_CLEAN || !evict || pmc_cache_pins(c, blk) != 1) {
 			rc = -EBUSY;

@@ -68,8 +68,10 @@
 #include <unistd.h>
 
 #include "cache_internal.h"
+#include "diskid.h"
 #include "engine.h"
 #include "log.h"
+#include "poison.h"
 #include "ring.h"
 #include "state.h"
 #include "stats.h"
@@ -340,6 +342,8 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 	}
 	if (c && c->rdonly)
 		return pmc_err_set(err, EROFS, "engine: the cache is open read-only");
+	if (c && pmc_poison_init())
+		return pmc_err_set(err, errno, "engine: cannot install the SIGBUS handler");
 	if (c && c->block_size != 4096)
 		return pmc_err_set(err, EINVAL,
 				   "engine: cache block size %u; the engine serves 4 KiB blocks only",
@@ -560,6 +564,13 @@ static void state_mark_clean(struct pmc_engine *e)
 int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
 		      const struct pmc_volume_conf *vc, uint32_t *vol, struct pmc_err *err)
 {
+	return pmc_engine_attach_flags(e, name, disk, vc, 0, vol, err);
+}
+
+int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
+			    const struct pmc_volume_conf *vc, unsigned flags, uint32_t *vol,
+			    struct pmc_err *err)
+{
 	struct pmc_volume_conf def, pt = {.mode = PMC_MODE_PASS_THROUGH,
 					  .nospace = PMC_NOSPACE_AROUND};
 	struct pmc_volume_info vi;
@@ -590,6 +601,13 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 	} else if (pmc_cache_volume_find(e->c, name, &slot) == 0) {
 		struct pmc_cache_info ci;
 
+		/* the disk must be the one the volume's data belongs to (diskid.c),
+		 * checked first: another disk is refused as such, whatever its size */
+		rc = e->vols[slot].disk ? 0 : pmc_disk_id_attach(e->c, slot, name, disk, flags, err);
+		if (rc) {
+			pthread_mutex_unlock(&e->lock);
+			return rc;
+		}
 		pmc_cache_get_info(e->c, &ci);
 		clean_stop = ci.was_clean;
 		pmc_cache_volume_info(e->c, slot, &vi);
@@ -603,7 +621,7 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 	} else {
 		uint64_t size = disk->size / e->bs * e->bs;
 
-		rc = pmc_cache_volume_add(e->c, name, disk->path, size, &slot, err);
+		rc = pmc_disk_id_volume_add(e->c, name, disk, size, &slot, err);
 		if (rc) {
 			pthread_mutex_unlock(&e->lock);
 			return rc;
@@ -853,6 +871,66 @@ static void volume_failed(struct pmc_engine *e, uint32_t vol, int res, const cha
 			    e->vols[vol].name, v->disk->path, what, strerror(-res));
 }
 
+/* --- pmem media errors (poison.h) --- */
+
+/* blk of (vol, lba) is poisoned: quarantine it; a dirty one's loss is the
+ * volume's sticky error, logged with the block */
+static void media_error(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t blk)
+{
+	struct pmc_evol *v = &e->vols[vol];
+	enum pmc_block_state was = PMC_BLK_FREE;
+	int zero = 0;
+
+	if (pmc_cache_quarantine(e->c, vol, lba, blk, &was))
+		return; /* no longer this block's copy */
+	if (was == PMC_BLK_CLEAN) {
+		pmc_log_ratelimited(&v->rl, LOG_WARNING,
+				    "volume %s: block %" PRIu64 ": pmem media error in cache block "
+				    "%" PRIu64 "; clean copy dropped, the block is retired",
+				    v->name, lba, blk);
+		return;
+	}
+	atomic_compare_exchange_strong(&v->error, &zero, EIO);
+	pmc_log_ratelimited(&v->rl, LOG_ERR,
+			    "volume %s: block %" PRIu64 " (bytes %" PRIu64 "+%u): pmem media error "
+			    "in cache block %" PRIu64 ": its dirty data is lost; reads of it fail "
+			    "with EIO until it is written again",
+			    v->name, lba, lba * e->bs, e->bs, blk);
+}
+
+/* copy a cached block out for a read: -EIO for a LOST block or a poisoned
+ * one (then quarantined), never the disk's older data */
+static int hit_copy(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t blk,
+		    enum pmc_block_state st, void *dst)
+{
+	if (st == PMC_BLK_LOST) {
+		int zero = 0;
+
+		atomic_compare_exchange_strong(&e->vols[vol].error, &zero, EIO);
+		return -EIO;
+	}
+	if (pmc_poison_copy(dst, pmc_cache_block_data(e->c, blk), e->bs) == 0)
+		return 0;
+	media_error(e, vol, lba, blk);
+	return -EIO;
+}
+
+/* a failed disk write from pmem blocks: which of them are poisoned (the
+ * kernel could not read them)? Quarantines those; returns their count */
+static unsigned write_poisoned(struct pmc_engine *e, uint32_t vol, uint64_t lba,
+			       const uint64_t *blk, uint32_t n)
+{
+	unsigned bad = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (pmc_poison_probe(pmc_cache_block_data(e->c, blk[i]), e->bs) == 0)
+			continue;
+		media_error(e, vol, lba + i, blk[i]);
+		bad++;
+	}
+	return bad;
+}
+
 /* --- queues --- */
 
 static void ctx_free_arrays(struct pmc_req_ctx *x)
@@ -1077,8 +1155,9 @@ static void read_io_done(struct pmc_io *io, int res)
 		if (res == 0) {
 			/* -EEXIST/-ESTALE: a write got there first; the block is dropped */
 			pmc_cache_publish_fill(e->c, req->vol, x->lba + i, blk, x->snap[i]);
-			memcpy((char *)req->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk),
-			       e->bs);
+			if (hit_copy(e, req->vol, x->lba + i, blk, PMC_BLK_CLEAN,
+				     (char *)req->buf + (size_t)i * e->bs))
+				set_res(x, -EIO);
 		}
 		pmc_cache_unpin(e->c, blk);
 		x->blk[i] = NO_BLK;
@@ -1156,9 +1235,12 @@ static void start_read(struct pmc_req_ctx *x)
 		 * after the miss was seen (even one written back and evicted
 		 * since) then keeps the fill out */
 		x->snap[i] = pmc_cache_fill_seq(e->c, req->vol, x->lba + i);
-		if (pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, NULL) == 0) {
-			memcpy((char *)req->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk),
-			       e->bs);
+		enum pmc_block_state bst;
+
+		if (pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, &bst) == 0) {
+			if (hit_copy(e, req->vol, x->lba + i, blk, bst,
+				     (char *)req->buf + (size_t)i * e->bs))
+				set_res(x, -EIO);
 			pmc_cache_unpin(e->c, blk);
 			hits++;
 			x->blk[i] = HIT_BLK;
@@ -2073,11 +2155,15 @@ static void wb_done(struct pmc_io *io, int res)
 	struct pmc_evol *v = &e->vols[w->vol];
 	struct pmc_vol_stats *st = &w->q->stats[w->vol];
 
+	/* a source the kernel could not read: quarantined, not a disk error */
+	if (res < 0 && write_poisoned(e, w->vol, w->lba, w->blk, w->n))
+		res = 1;
 	for (uint32_t i = 0; i < w->n; i++) {
 		if (res == 0)
 			pmc_cache_mark_clean(e->c, w->vol, w->lba + i, w->blk[i]);
 		pmc_cache_unpin(e->c, w->blk[i]);
 	}
+
 	stat_lat(st, PMC_LAT_WRITEBACK, w->start_ns);
 	pthread_mutex_lock(&e->dw_lock);
 	*w->fprev = w->fnext;
@@ -2086,7 +2172,10 @@ static void wb_done(struct pmc_io *io, int res)
 	pthread_mutex_unlock(&e->dw_lock);
 	/* any queue may run write-back: its state is under wb_lock */
 	pthread_mutex_lock(&e->wb_lock);
-	if (res == 0) {
+	if (res > 0) {
+		/* poisoned source: nothing marked clean, the rest is written
+		 * back again; no disk error, no back-off */
+	} else if (res == 0) {
 		STAT_ADD(st, wb_ios, 1);
 		STAT_ADD(st, wb_blocks, w->n);
 		STAT_ADD(st, wb_bytes, (uint64_t)w->n * e->bs);

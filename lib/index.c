@@ -41,7 +41,7 @@ int pmc_desc_live(const struct pmc_cache *c, const struct pmc_desc *d)
 	uint64_t st = pmc_load64(&d->state) & 0xff;
 	uint64_t gs;
 
-	if (st != PMC_BLK_CLEAN && st != PMC_BLK_DIRTY)
+	if (st != PMC_BLK_CLEAN && st != PMC_BLK_DIRTY && st != PMC_BLK_LOST)
 		return 0;
 	if (d->vol >= c->max_volumes)
 		return 0;
@@ -198,7 +198,9 @@ static int publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk
 	if (old != PMC_BLK_NONE) {
 		uint64_t ost = pmc_load64(&c->descs[old].state) & 0xff;
 
-		pmc_pmem_store8(pm, &c->descs[old].state, PMC_BLK_FREE);
+		/* a LOST block's media is bad: retired (BAD), never reused */
+		pmc_pmem_store8(pm, &c->descs[old].state,
+				ost == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
 		pmc_pmem_flush(pm, &c->descs[old].state, sizeof(uint64_t));
 		pmc_count_adj(c, s, vol, ost, -1);
 	}
@@ -263,7 +265,8 @@ static int invalidate_one(struct pmc_cache *c, uint32_t vol, uint64_t lba)
 		/* crash point invalidate.unlink: one store */
 		pmc_pmem_store8(c->pm, link, pmc_load64(&d->next));
 		pmc_pmem_persist(c->pm, link, sizeof(*link));
-		pmc_pmem_store8(c->pm, &d->state, PMC_BLK_FREE);
+		/* a LOST block's media is bad: retired, never reused */
+		pmc_pmem_store8(c->pm, &d->state, st == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
 		pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
 		pmc_count_adj(c, s, vol, st, -1);
 	}
@@ -307,7 +310,7 @@ void pmc_cache_recount(struct pmc_cache *c)
 							atomic_fetch_add(&c->vrt[d->vol].nr_dirty, 1);
 							atomic_fetch_add(&c->tot_dirty, 1);
 						}
-						else
+						else if (st == PMC_BLK_CLEAN)
 							atomic_fetch_add(&c->vrt[d->vol].nr_clean, 1);
 					}
 					v = pmc_load64(&d->next);

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "diskid.h"
 #include "etest.h"
 #include "simpmem.h"
 #include "t.h"
@@ -462,6 +463,28 @@ static void set_mode(unsigned cvi, enum pmc_mode mode)
 
 /* --- end-to-end recovery of a sample --- */
 
+/* a copy of a crashed disk's image carries the identity of that disk */
+static int copy_identify(struct pmc_disk *d, struct pmc_disk_id *id, struct pmc_err *err)
+{
+	int fd = open(d->priv, O_RDONLY), rc;
+
+	if (fd < 0)
+		return pmc_err_set(err, errno, "%s: %s", (const char *)d->priv, strerror(errno));
+	rc = pmc_disk_id_get(fd, d->size, id, err);
+	close(fd);
+	return rc;
+}
+
+static void copy_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
+{
+	pmc_disk_default_ops.submit(d, r, io);
+}
+
+static const struct pmc_disk_ops copy_ops = {
+	.submit = copy_submit,
+	.identify = copy_identify,
+};
+
 static void recover_sample(struct sample *s)
 {
 	struct et t;
@@ -489,7 +512,8 @@ static void recover_sample(struct sample *s)
 				      (ssize_t)(v[i].nblocks * BS))
 			T_FAIL("cannot write %s", v[i].path);
 		close(fd);
-		et_attach(&t, &v[i], NULL, NULL, NULL);
+		/* the copy stands for the disk the crash left behind */
+		et_attach(&t, &v[i], NULL, &copy_ops, g_cv[i].v.path);
 	}
 	q = et_queue(t.e, 8);
 	et_flush_all(&t, q, NULL);

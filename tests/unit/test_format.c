@@ -89,6 +89,7 @@ static void flip_byte(struct pmc_sb *sb)
 static void newer_major(struct pmc_sb *sb)
 {
 	sb->major = 2;
+	sb->minor = 0;
 }
 static void unknown_incompat(struct pmc_sb *sb)
 {
