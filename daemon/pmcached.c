@@ -189,16 +189,6 @@ static int ublk_id_for(const struct pmc_config_volume *vc, uint32_t slot)
 	return vc->ublk_id >= 0 ? vc->ublk_id : (int)slot;
 }
 
-const char *pmcd_volume_disk_id(struct pmcd *d, struct pmcd_volume *v)
-{
-	struct pmc_volume_info vi;
-
-	if (!d->cache || pmc_cache_volume_info(d->cache, v->vol, &vi) || vi.id_state != 1)
-		return "";
-	snprintf(v->disk_id, sizeof(v->disk_id), "%s", vi.disk_id.text);
-	return v->disk_id;
-}
-
 int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
 		    struct pmc_err *err)
 {

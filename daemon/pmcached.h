@@ -5,6 +5,7 @@
 #include <ev.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cache.h"
 #include "config.h"
@@ -51,11 +52,21 @@ struct pmcd {
 /* flags: PMC_ATTACH_* (diskid.h) */
 int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
 		    struct pmc_err *err);
-/* the identity the cache recorded for the volume's disk; "" none */
-const char *pmcd_volume_disk_id(struct pmcd *d, struct pmcd_volume *v);
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err);
 struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name);
 void pmcd_status(struct pmcd *d, char *buf, size_t len);
+
+/* the identity the cache recorded for the volume's disk; "" none (inline:
+ * the control server's stress test links ctlsrv.c without pmcached.c) */
+static inline const char *pmcd_volume_disk_id(struct pmcd *d, struct pmcd_volume *v)
+{
+	struct pmc_volume_info vi;
+
+	if (!d->cache || pmc_cache_volume_info(d->cache, v->vol, &vi) || vi.id_state != 1)
+		return "";
+	snprintf(v->disk_id, sizeof(v->disk_id), "%s", vi.disk_id.text);
+	return v->disk_id;
+}
 /* stop the loop; devices in use are left quiesced for the next daemon */
 void pmcd_shutdown(struct pmcd *d);
 /* the same, removing every device: -EBUSY naming the holder if one is in

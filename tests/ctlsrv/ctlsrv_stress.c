@@ -79,6 +79,17 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	return 0;
 }
 
+/* as pmcached's: what the cache recorded of the disk */
+const char *pmcd_volume_disk_id(struct pmcd *d, struct pmcd_volume *v)
+{
+	struct pmc_volume_info vi;
+
+	if (!d->cache || pmc_cache_volume_info(d->cache, v->vol, &vi) || vi.id_state != 1)
+		return "";
+	snprintf(v->disk_id, sizeof(v->disk_id), "%s", vi.disk_id.text);
+	return v->disk_id;
+}
+
 struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name)
 {
 	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)

@@ -16,18 +16,37 @@ GID=900
 
 DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
 D0=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk 1"; exit 1; }
-ok "devdax $DAX, disk $D0"
+D1=$(nvme_dev "$(nvme_serial 2)") || { bad "no NVMe disk 2"; exit 1; }
+ok "devdax $DAX, disks $D0 $D1"
 grep -q '^pmcctl:' /etc/group || echo "pmcctl:x:$GID:" >>/etc/group
 cat >"$CONF" <<EOC
 pmem = { path = "$DAX"; };
 state_dir = "/tmp/pmcache-state";
-control = { socket = "$SOCK"; group = "pmcctl"; idle_timeout = 5; };
+control = { socket = "$SOCK"; group = "pmcctl"; idle_timeout = 5; allowed_disks = "$D0 /dev/sd*"; };
 queues = { count = 2; depth = 64; };
 volumes = ( { name = "vol0"; disk = "$D0"; mode = "write-back"; ublk_id = 0; } );
 EOC
 : >"$LOG"
 pmcached_start "$CONF" "$LOG" || { bad "pmcached did not start"; cat "$LOG"; exit 1; }
 ok "pmcached ready (pid $PID)"
+# volume add: block devices matching control.allowed_disks only
+refused() { # WHAT PATTERN ARGS...: pmcachectl ARGS fails saying PATTERN
+	_w=$1 _p=$2
+	shift 2
+	pmcachectl -s "$SOCK" "$@" >/tmp/o 2>&1 && { bad "$_w: accepted"; return; }
+	grep -q -- "$_p" /tmp/o && ok "$_w: $(cat /tmp/o)" || bad "$_w: $(cat /tmp/o)"
+}
+refused "volume add of a disk not in control.allowed_disks" "not in control.allowed_disks" \
+	volume add x "$D1"
+refused "volume add of a character device" "not a block device" volume add x "$DAX"
+refused "volume add of a file" "not a block device" volume add x "$CONF"
+pmc-run-as 65534 $GID pmcachectl -s "$SOCK" volume add x "$D1" >/tmp/o 2>&1
+rc=$?
+[ $rc -eq 4 ] && grep -q "permission denied" /tmp/o && ok "a member may not add: exit 4: $(cat /tmp/o)" ||
+	bad "a member's volume add: exit $rc: $(cat /tmp/o)"
+pmc-run-as 65534 $GID pmcachectl -s "$SOCK" status >/tmp/o 2>&1 && ok "a member may read status" ||
+	bad "a member's status: $(cat /tmp/o)"
+
 rss() { awk '/^VmRSS:/ { print $2 }' /proc/$PID/status; }
 RSS0=$(rss)
 
