@@ -24,6 +24,8 @@
 
 #include "cache_internal.h"
 
+void (*pmc_test_alloc_claimed)(struct pmc_cache *c, uint64_t blk);
+
 void pmc_pin_locked(struct pmc_cache *c, uint64_t blk)
 {
 	uint64_t *r = &c->descs[blk].ref;
@@ -162,6 +164,8 @@ int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk)
 
 		if (!claim(c, i))
 			continue;
+		if (pmc_test_alloc_claimed)
+			pmc_test_alloc_claimed(c, i);
 		/* The claim only says nobody pinned the block at that instant: a
 		 * reader may have pinned it since, while it was still linked.
 		 * Once it is known to be in no chain no new pin can appear, so

@@ -98,6 +98,16 @@ void pmc_count_adj(struct pmc_cache *c, uint32_t stripe, uint32_t vol, uint64_t 
 /* block.c */
 void pmc_pin_locked(struct pmc_cache *c, uint64_t blk);
 
+/* Test hooks, NULL outside tests (tests/unit/test_guards.c and
+ * tests/engine/engine_faults.c force races through them):
+ * pmc_test_alloc_claimed runs in pmc_cache_alloc right after blk was
+ * claimed, before the allocator takes the stripe lock to look at it;
+ * pmc_test_wb_pinned runs in write-back after the blocks of a write were
+ * pinned (wb_pin) and before they are claimed for the disk (wb_claim). */
+struct pmc_engine;
+extern void (*pmc_test_alloc_claimed)(struct pmc_cache *c, uint64_t blk);
+extern void (*pmc_test_wb_pinned)(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n);
+
 static inline uint64_t pmc_load64(const uint64_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);

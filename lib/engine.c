@@ -217,6 +217,8 @@ struct pmc_queue {
 	struct pmc_queue *next;
 };
 
+void (*pmc_test_wb_pinned)(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n);
+
 /* --- small helpers --- */
 
 const char *pmc_mode_name(enum pmc_mode m)
@@ -2423,6 +2425,8 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 			if (i < n && e->items[i].vol == vol && e->items[i].lba == lba + w->n - 1)
 				i++;
 		}
+		if (pmc_test_wb_pinned)
+			pmc_test_wb_pinned(e, vol, lba, w->n);
 		if (wb_claim(e, w)) {
 			for (uint32_t k = 0; k < w->n; k++)
 				pmc_cache_unpin(e->c, w->blk[k]);
