@@ -338,6 +338,24 @@ static void sc_around_clean(void)
 	expect_no_clean(8, "a read miss during a write-around of an uncached block");
 	expect_clean_agrees(ET_LAND_ALL, "a read miss during a write-around of an uncached block");
 	wait_req(&w, "write-around of block 8");
+
+	/* the same with a FUA write-around: a durable disk write, so no plain
+	 * write is in flight and the volume is synced; only the write-around
+	 * in flight over the block keeps the miss out of the cache */
+	T_EQ(write_ver(10, 10, 0), 0);
+	T_EQ(flush(), 0);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	et_fill(wb, TAG, 10, 11);
+	et_submit(g_q, &w, PMC_REQ_WRITE, g_v.vol, 10, 1, wb, PMC_REQ_FUA);
+	poll_ms(20);
+	T_TRUE(!w.done);
+	et_submit(g_q, &r, PMC_REQ_READ, g_v.vol, 10, 1, rb, 0);
+	wait_req(&r, "read during the FUA write-around");
+	T_TRUE(!w.done);
+	expect_no_clean(10, "a read miss during a FUA write-around");
+	wait_req(&w, "FUA write-around of block 10");
+	T_EQ(w.res, 0);
+	expect_clean_agrees(ET_LAND_NONE, "after the FUA write-around");
 	free(wb);
 	free(rb);
 	teardown();
