@@ -108,7 +108,7 @@ cp -r "$TOP/tests/vm/guest" "$RUNNER/"
 	done
 ) >"$RUNNER/host-load.txt" &
 LOADPID=$!
-trap 'kill $LOADPID 2>/dev/null; rm -rf "$RUNNER"' EXIT
+trap 'kill $LOADPID 2>/dev/null || true; rm -rf "$RUNNER"' EXIT
 bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 5400 \
 	-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" "${SYSTEMS:-$ALL}" || rc=$?
 kill $LOADPID 2>/dev/null || true
