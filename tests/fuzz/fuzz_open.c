@@ -602,10 +602,10 @@ static void exercise_rdonly(struct pmc_cache *c, struct pmc_check_report *rep, i
 	if (*check_rc)
 		check_msg("check", *check_rc, &err);
 	else
-		FZ_CHECK(rep->linked + rep->free + rep->orphans == info.nr_blocks,
-			 "check: %" PRIu64 " linked + %" PRIu64 " free + %" PRIu64
-			 " orphans != %" PRIu64 " blocks",
-			 rep->linked, rep->free, rep->orphans, info.nr_blocks);
+		FZ_CHECK(rep->linked + rep->free + rep->orphans + rep->bad == info.nr_blocks,
+			 "check: %" PRIu64 " linked + %" PRIu64 " free + %" PRIu64 " orphans + %" PRIu64
+			 " bad != %" PRIu64 " blocks",
+			 rep->linked, rep->free, rep->orphans, rep->bad, info.nr_blocks);
 	if (fz_verbose)
 		printf("  check: %d %s\n", *check_rc, err.msg);
 	pmc_cache_recount(c);
