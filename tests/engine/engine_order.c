@@ -223,6 +223,27 @@ static void sc_flush_gen(void)
 		T_FAIL("a flush after a failed flush did not sync the disk");
 	expect_durable(4, 4, "a flush after a failed one");
 
+	/* a write completing while a flush's sync runs is not covered by that
+	 * sync: the next flush must sync again (the generation is taken when
+	 * the sync is issued, not when it completes) */
+	T_EQ(write_ver(6, 6, 0), 0);
+	et_vdisk_delay_next(g_d, PMC_IO_FSYNC, 5 * SLOW_NS); /* room for the write below */
+	et_submit(g_q, &f1, PMC_REQ_FLUSH, g_v.vol, 0, 0, NULL, 0);
+	poll_ms(20);
+	T_TRUE(!f1.done);
+	T_EQ(write_ver(7, 7, 0), 0);
+	T_TRUE(!f1.done);
+	wait_req(&f1, "flush whose sync was held");
+	T_EQ(f1.res, 0);
+	expect_durable(6, 6, "a write acknowledged before a completed flush");
+	et_vdisk_get_stats(g_d, &s0);
+	T_EQ(flush(), 0);
+	et_vdisk_get_stats(g_d, &s1);
+	if (s1.syncs == s0.syncs)
+		T_FAIL("a flush after a write that completed during an older flush's sync did not "
+		       "sync the disk");
+	expect_durable(7, 7, "a flush after a write that completed during an older sync");
+
 	/* FUA: durable at completion, no flush needed */
 	T_EQ(write_ver(5, 5, PMC_REQ_FUA), 0);
 	expect_durable(5, 5, "a FUA write-around write");
