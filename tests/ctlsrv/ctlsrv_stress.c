@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctlgen.h"
 #include "ctlsrv.h"
 #include "log.h"
 #include "pmcached.h"
@@ -717,29 +718,8 @@ static void random_line(char *buf, size_t cap)
 	    "12345678901234567890", "-1", "1e999", "null", "true", "\"\\u0000\"", "\"\\ud800\"",
 	    "\xff\xfe", "\"set\"", "\"value\"", "\"shutdown\"", "\"flush\"", " ", "\t", "\"x\"",
 	};
-	size_t len = 0;
-	int n = (int)(random() % 24);
 
-	if (random() % 4 == 0) {
-		/* raw bytes, no newline */
-		n = (int)(random() % 200);
-		for (int i = 0; i < n && len + 2 < cap; i++) {
-			char ch = (char)(random() % 256);
-
-			buf[len++] = ch == '\n' || ch == '\0' ? ' ' : ch;
-		}
-	} else {
-		for (int i = 0; i < n; i++) {
-			const char *p = pieces[random() % (sizeof(pieces) / sizeof(pieces[0]))];
-
-			if (len + strlen(p) + 2 >= cap)
-				break;
-			memcpy(buf + len, p, strlen(p));
-			len += strlen(p);
-		}
-	}
-	buf[len++] = '\n';
-	buf[len] = '\0';
+	pmc_ctlgen_line(buf, cap, pieces, sizeof(pieces) / sizeof(pieces[0]), 200);
 }
 
 /* the shape a request's success reply has: its command's */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctlgen.h"
 #include "ring.h"
 
 #define ROOT_MS 10000 /* generous: TCG runs the daemon some 50 times slower */
@@ -207,28 +208,8 @@ static void random_line(char *buf, size_t cap)
 	    "12345678901234567890", "-1", "1e999", "null", "true", "\"\\u0000\"", "\"set\"",
 	    "\"value\"", "\"shutdown\"", "\"flush\"", "\"volume-remove\"", "\"name\"", " ",
 	};
-	size_t len = 0;
-	int n = (int)(random() % 24);
 
-	if (random() % 4 == 0) {
-		n = (int)(random() % 300);
-		for (int i = 0; i < n && len + 2 < cap; i++) {
-			char ch = (char)(random() % 256);
-
-			buf[len++] = ch == '\n' || ch == '\0' ? ' ' : ch;
-		}
-	} else {
-		for (int i = 0; i < n; i++) {
-			const char *p = pieces[random() % (sizeof(pieces) / sizeof(pieces[0]))];
-
-			if (len + strlen(p) + 2 >= cap)
-				break;
-			memcpy(buf + len, p, strlen(p));
-			len += strlen(p);
-		}
-	}
-	buf[len++] = '\n';
-	buf[len] = '\0';
+	pmc_ctlgen_line(buf, cap, pieces, sizeof(pieces) / sizeof(pieces[0]), 300);
 }
 
 /* a member: random lines, one reply each (mutating ones refused: EPERM) */
