@@ -41,13 +41,15 @@ const char *pmc_cli_cmd_name(enum pmc_cli_cmd cmd)
 
 void pmc_cli_usage(FILE *f)
 {
-	fputs("usage: pmcachectl [-s SOCKET] [-c CONFIG] [--json] COMMAND [ARGS]\n"
+	fputs("usage: pmcachectl [-s SOCKET] [-c CONFIG] [-t SEC] [--json] COMMAND [ARGS]\n"
 	      "\n"
 	      "commands (through the running pmcached):\n"
 	      "  status                        cache and volumes at a glance\n"
 	      "  stats [VOLUME] [--watch[=SEC]] [-n COUNT] [-H|--histograms] [--prometheus]\n"
 	      "                                counters and latency, per volume and total\n"
-	      "  volume add NAME DISK [KEY=VALUE...]   attach a disk (mode=, seq_cutoff=, ...)\n"
+	      "  volume add NAME DISK [KEY=VALUE...] [--replace-disk [--discard-dirty]]\n"
+	      "                                attach a disk (mode=, seq_cutoff=, ...); a known\n"
+	      "                                volume only to the disk the cache recorded\n"
 	      "  volume remove NAME [--force]  write back, stop and detach a volume\n"
 	      "  volume list                   the volumes served\n"
 	      "  set [-v VOLUME] KEY VALUE     change a run-time tunable or a volume's mode\n"
@@ -68,11 +70,13 @@ void pmc_cli_usage(FILE *f)
 	      "  -s, --socket PATH   control socket (default: from the config, else "
 	      "/run/pmcache/pmcached.sock)\n"
 	      "  -c, --config PATH   pmcached.conf for the socket and the pmem path\n"
+	      "  -t, --timeout SEC   give up when the daemon says nothing for SEC seconds\n"
+	      "                      (default 30; 0 waits forever)\n"
 	      "  -j, --json          machine-readable output\n"
 	      "  -h, --help          this text\n"
 	      "\n"
 	      "exit codes: 0 ok, 1 failed, 2 usage, 3 daemon not running, 4 permission denied,\n"
-	      "5 unknown volume, 6 device busy, 7 inconsistent metadata, 8 target holds data\n"
+	      "5 unknown volume, 6 busy (device, daemon or operation), 7 inconsistent metadata, 8 target holds data\n"
 	      "(see pmcachectl(8)).\n",
 	      f);
 }
@@ -123,6 +127,7 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 
 	memset(a, 0, sizeof(*a));
 	a->interval_s = 1.0;
+	a->timeout_s = PMC_CLI_TIMEOUT_S;
 	a->limit = 32;
 	for (int i = 0; i < argc; i++) {
 		const char *arg = argv[i], *eq, *v;
@@ -152,6 +157,10 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 			a->force = 1;
 		} else if (is(arg, n, NULL, "--remove-devices")) {
 			a->remove_devices = 1;
+		} else if (is(arg, n, NULL, "--replace-disk")) {
+			a->replace_disk = 1;
+		} else if (is(arg, n, NULL, "--discard-dirty")) {
+			a->discard_dirty = 1;
 		} else if (is(arg, n, NULL, "--repair")) {
 			a->repair = 1;
 		} else if (is(arg, n, "-a", "--all")) {
@@ -164,7 +173,7 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 			   is(arg, n, "-v", "--volume") || is(arg, n, "-i", "--interval") ||
 			   is(arg, n, "-n", "--count") || is(arg, n, NULL, "--limit") ||
 			   is(arg, n, NULL, "--block-size") || is(arg, n, NULL, "--max-volumes") ||
-			   is(arg, n, NULL, "--size")) {
+			   is(arg, n, NULL, "--size") || is(arg, n, "-t", "--timeout")) {
 			char opt[32];
 
 			snprintf(opt, sizeof(opt), "%.*s", (int)n, arg);
@@ -182,6 +191,18 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 				if (pmc_config_name_check(v, "volume", err))
 					return -EINVAL;
 				a->volume = v;
+			} else if (is(arg, n, "-t", "--timeout")) {
+				char *end;
+
+				errno = 0;
+				a->timeout_s = strtod(v, &end);
+				if (!*v || *end || errno || !(a->timeout_s >= 0) ||
+				    a->timeout_s > 86400 ||
+				    (a->timeout_s > 0 && a->timeout_s < 0.05))
+					return pmc_err_set(err, EINVAL,
+							   "%s: expects seconds, 0.05 to 86400 (0: "
+							   "wait forever), not \"%s\"",
+							   opt, v);
 			} else if (is(arg, n, "-i", "--interval")) {
 				if (parse_interval(opt, v, &a->interval_s, err))
 					return -EINVAL;
@@ -339,6 +360,10 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 			return pmc_err_set(err, EINVAL, "%s: the disk must be an absolute path of at most %u bytes",
 					   a->pos[1], PMC_VOLUME_DISK_MAX);
 		snprintf(v->disk, sizeof(v->disk), "%s", a->pos[1]);
+		if (a->discard_dirty && !a->replace_disk)
+			return pmc_err_set(err, EINVAL, "--discard-dirty: only with --replace-disk");
+		req->replace_disk = a->replace_disk;
+		req->discard_dirty = a->discard_dirty;
 		for (int p = 2; p < a->npos; p++) {
 			const char *eq = strchr(a->pos[p], '=');
 			const struct pmc_config_key *k;

@@ -47,11 +47,13 @@ enum pmc_cli_cmd {
 };
 
 #define PMC_CLI_POS_MAX 16
+#define PMC_CLI_TIMEOUT_S 30.0 /* --timeout default */
 
 struct pmc_cli_args {
 	enum pmc_cli_cmd cmd;
 	const char *socket; /* -s; NULL: from the config, else the default */
 	const char *config; /* -c */
+	double timeout_s;   /* --timeout: silence from the daemon before giving up; 0 never */
 	int json, help;
 	int watch;	     /* stats --watch */
 	double interval_s;   /* stats --watch=SEC, -i SEC; default 1 */
@@ -60,6 +62,8 @@ struct pmc_cli_args {
 	int histograms;	     /* stats -H */
 	int force;	     /* volume remove, format */
 	int remove_devices;  /* shutdown */
+	int replace_disk;    /* volume add: record a new disk for a known volume */
+	int discard_dirty;   /* volume add --replace-disk: drop its dirty blocks */
 	int repair;	     /* check */
 	int all;	     /* dump: every volume slot and descriptor */
 	uint64_t limit;	     /* dump: descriptors shown; default 32 */
@@ -127,15 +131,20 @@ void pmc_render_stats(struct json_object *stats, int histograms, FILE *f);
 /* --- client.c --- */
 struct pmc_client {
 	int fd;
+	int timeout_ms; /* per wait for the daemon; -1 forever */
 	char *buf; /* reply lines */
 	size_t len, cap;
 	char path[108];
 };
-/* connect; -ENOENT/-ECONNREFUSED: daemon not running, -EACCES */
-int pmc_client_open(struct pmc_client *c, const char *path, struct pmc_err *err);
+/* connect; -ECONNREFUSED: daemon not running, -EACCES, -EBUSY: no
+ * connection within timeout_s (0: wait forever); every later wait for a
+ * reply line gives up with -ETIMEDOUT after timeout_s too */
+int pmc_client_open(struct pmc_client *c, const char *path, double timeout_s,
+		    struct pmc_err *err);
 void pmc_client_close(struct pmc_client *c);
 int pmc_client_send(struct pmc_client *c, const struct pmc_ctl_req *req, struct pmc_err *err);
-/* next reply line decoded into r (caller frees with pmc_ctl_reply_free) */
+/* next reply line decoded into r (caller frees with pmc_ctl_reply_free);
+ * -ETIMEDOUT, -ECONNABORTED: closed without a reply */
 int pmc_client_recv(struct pmc_client *c, struct pmc_ctl_reply *r, struct pmc_err *err);
 
 /* --- commands: return an exit code; on failure err holds the message --- */

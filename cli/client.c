@@ -1,7 +1,14 @@
 /* client.c - the control-socket client: connect, send one request line,
- * read reply lines (bounded by PMC_CTL_MAX_REPLY) and decode them.
+ * read reply lines (bounded by PMC_CTL_MAX_REPLY) and decode them, never
+ * waiting for the daemon longer than --timeout at a time.
+ *
+ * A daemon with every connection taken answers one "daemon busy" error
+ * line and closes: that line is the reply, even when the request could
+ * not be sent any more.
  */
 #include <errno.h>
+#include <poll.h>
+#include <sys/time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -10,12 +17,19 @@
 
 #include "cli.h"
 
-int pmc_client_open(struct pmc_client *c, const char *path, struct pmc_err *err)
+int pmc_client_open(struct pmc_client *c, const char *path, double timeout_s,
+		    struct pmc_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {0};
 
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
+	c->timeout_ms = timeout_s > 0 ? (int)(timeout_s * 1000) : -1;
+	if (timeout_s > 0) {
+		tv.tv_sec = (time_t)timeout_s;
+		tv.tv_usec = (suseconds_t)((timeout_s - (double)tv.tv_sec) * 1e6);
+	}
 	snprintf(c->path, sizeof(c->path), "%s", path);
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return pmc_err_set(err, EINVAL, "%s: socket path too long", path);
@@ -23,11 +37,19 @@ int pmc_client_open(struct pmc_client *c, const char *path, struct pmc_err *err)
 	c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (c->fd < 0)
 		return pmc_err_set(err, errno, "socket: %s", strerror(errno));
+	/* a full backlog makes connect wait: as long as the timeout */
+	if (timeout_s > 0)
+		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		int e = errno;
 
 		close(c->fd);
 		c->fd = -1;
+		if (e == EAGAIN || e == EINPROGRESS || e == ETIMEDOUT)
+			return pmc_err_set(err, EBUSY,
+					   "daemon busy: %s accepted no connection within %g s "
+					   "(--timeout)",
+					   path, timeout_s);
 		if (e == ENOENT || e == ECONNREFUSED || e == ENOTDIR)
 			return pmc_err_set(err, ECONNREFUSED,
 					   "daemon not running: cannot connect to %s (%s)", path,
@@ -67,9 +89,21 @@ int pmc_client_send(struct pmc_client *c, const struct pmc_ctl_req *req, struct 
 			continue;
 		if (n <= 0) {
 			int e = n < 0 ? errno : EPIPE;
+			struct pmc_ctl_reply r;
+			struct pmc_err rerr = {0};
 
 			free(line);
-			return pmc_err_set(err, ECONNREFUSED, "%s: lost the daemon: %s", c->path,
+			/* refused (busy) before the request got there: say so */
+			if (!pmc_client_recv(c, &r, &rerr) && r.kind == PMC_CTL_REPLY_ERROR) {
+				int rc = pmc_err_set(err, r.errnum, "%s", r.error);
+
+				pmc_ctl_reply_free(&r);
+				return rc;
+			}
+			if (!rerr.code)
+				pmc_ctl_reply_free(&r);
+			return pmc_err_set(err, ECONNABORTED,
+					   "%s: the daemon closed the connection: %s", c->path,
 					   strerror(e));
 		}
 		off += (size_t)n;
@@ -107,11 +141,23 @@ int pmc_client_recv(struct pmc_client *c, struct pmc_ctl_reply *r, struct pmc_er
 			c->buf = b;
 			c->cap = cap;
 		}
+		{
+			struct pollfd p = {.fd = c->fd, .events = POLLIN};
+			int pr = poll(&p, 1, c->timeout_ms);
+
+			if (pr < 0 && errno == EINTR)
+				return pmc_err_set(err, EINTR, "interrupted");
+			if (pr == 0)
+				return pmc_err_set(err, ETIMEDOUT,
+						   "%s: no word from the daemon for %g s (--timeout; 0 "
+						   "waits forever)",
+						   c->path, c->timeout_ms / 1000.0);
+		}
 		n = read(c->fd, c->buf + c->len, c->cap - c->len);
 		if (n < 0 && errno == EINTR)
 			return pmc_err_set(err, EINTR, "interrupted");
 		if (n <= 0)
-			return pmc_err_set(err, ECONNREFUSED,
+			return pmc_err_set(err, ECONNABORTED,
 					   "%s: the daemon closed the connection without a reply",
 					   c->path);
 		c->len += (size_t)n;

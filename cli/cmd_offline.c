@@ -61,7 +61,7 @@ static int not_served(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err 
 	int64_t pid = 0;
 	int busy = 0;
 
-	if (pmc_client_open(&cl, ctx->socket, &e))
+	if (pmc_client_open(&cl, ctx->socket, ctx->a->timeout_s, &e))
 		return 0; /* no daemon answers there */
 	memset(&r, 0, sizeof(r));
 	if (!pmc_client_send(&cl, &req, &e) && !pmc_client_recv(&cl, &r, &e) &&
@@ -159,6 +159,8 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		json_object_object_add(o, "stale", json_object_new_uint64(rep.stale));
 		json_object_object_add(o, "orphans", json_object_new_uint64(rep.orphans));
 		json_object_object_add(o, "free", json_object_new_uint64(rep.free));
+		json_object_object_add(o, "lost", json_object_new_uint64(rep.lost));
+		json_object_object_add(o, "bad", json_object_new_uint64(rep.bad));
 		json_object_object_add(o, "max_chain", json_object_new_uint64(rep.max_chain));
 		json_object_object_add(o, "last_close_clean", json_object_new_boolean(ci.was_clean));
 		json_object_object_add(o, "repaired", json_object_new_uint64(0));
@@ -174,6 +176,10 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		printf("unlinked     %" PRIu64 " free, %" PRIu64
 		       " orphans (reclaimed lazily by the allocator)\n",
 		       rep.free, rep.orphans);
+		if (rep.lost || rep.bad)
+			printf("media errors %" PRIu64 " blocks of dirty data lost (reads fail), %" PRIu64
+			       " blocks retired\n",
+			       rep.lost, rep.bad);
 		printf("longest hash chain %" PRIu64 "\n", rep.max_chain);
 		printf("result       %s\n", rc ? "INCONSISTENT" : "consistent");
 		if (ctx->a->repair)
@@ -344,8 +350,12 @@ static const char *blk_state(uint64_t s)
 		return "clean";
 	case PMC_BLK_DIRTY:
 		return "dirty";
+	case PMC_BLK_LOST:
+		return "lost";
+	case PMC_BLK_BAD:
+		return "retired";
 	}
-	return "bad";
+	return "invalid";
 }
 
 static struct json_object *sb_json(const struct pmc_sb *s)
@@ -448,6 +458,9 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 					       json_object_new_string_len(v->name, (int)strnlen(v->name, sizeof(v->name))));
 			json_object_object_add(vo, "disk",
 					       json_object_new_string_len(v->disk, (int)strnlen(v->disk, sizeof(v->disk))));
+			json_object_object_add(vo, "disk_id",
+					       json_object_new_string_len(v->disk_id, (int)strnlen(v->disk_id, sizeof(v->disk_id))));
+			json_object_object_add(vo, "disk_bytes", json_object_new_uint64(v->disk_bytes));
 			json_object_object_add(vo, "size_bytes", json_object_new_uint64(v->size_bytes));
 			uuid_str(v->uuid, u);
 			json_object_object_add(vo, "uuid", json_object_new_string(u));
@@ -503,16 +516,16 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			printf("  %-16s %s\n", k, json_object_get_string(v));
 		}
 		{
-			static const char *const h[] = {"SLOT", "STATE", "GEN",	 "NAME",
-							"DISK", "SIZE",	 "UUID"};
-			static const int r[] = {1, 0, 1, 0, 0, 1, 0};
+			static const char *const h[] = {"SLOT", "STATE",   "GEN",  "NAME",
+							"DISK", "DISK ID", "SIZE", "UUID"};
+			static const int r[] = {1, 0, 1, 0, 0, 0, 1, 0};
 			struct pmc_tab t;
 
-			pmc_tab_init(&t, 7, h, r);
+			pmc_tab_init(&t, 8, h, r);
 			for (size_t i = 0; i < json_object_array_length(vols); i++) {
 				struct json_object *v = json_object_array_get_idx(vols, i);
 				char size[24];
-				const char *row[7];
+				const char *row[8], *id;
 
 				pmc_fmt_bytes(json_object_get_uint64(json_object_object_get(v, "size_bytes")),
 					      size, sizeof(size));
@@ -521,8 +534,10 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 				row[2] = json_object_get_string(json_object_object_get(v, "gen"));
 				row[3] = json_object_get_string(json_object_object_get(v, "name"));
 				row[4] = json_object_get_string(json_object_object_get(v, "disk"));
-				row[5] = size;
-				row[6] = json_object_get_string(json_object_object_get(v, "uuid"));
+				id = json_object_get_string(json_object_object_get(v, "disk_id"));
+				row[5] = id && *id ? id : "-";
+				row[6] = size;
+				row[7] = json_object_get_string(json_object_object_get(v, "uuid"));
 				pmc_tab_row(&t, row);
 			}
 			printf("\nvolume table (%zu slot%s shown)\n", t.rows, t.rows == 1 ? "" : "s");

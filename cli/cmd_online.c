@@ -93,16 +93,17 @@ static const char *vol_state(struct json_object *v)
 
 static void print_volumes(struct json_object *vols, uint64_t block_size)
 {
-	static const char *const head[] = {"VOLUME", "MODE", "STATE", "DEVICE", "DISK",
-					   "SIZE",   "DIRTY", "CLEAN", "ERROR"};
-	static const int right[] = {0, 0, 0, 0, 0, 1, 1, 1, 0};
+	static const char *const head[] = {"VOLUME", "MODE",  "STATE", "DEVICE", "DISK",
+					   "DISK ID", "SIZE", "DIRTY", "CLEAN",  "ERROR"};
+	static const int right[] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 0};
 	struct pmc_tab t;
 
-	pmc_tab_init(&t, 9, head, right);
+	pmc_tab_init(&t, 10, head, right);
 	for (size_t i = 0; vols && i < json_object_array_length(vols); i++) {
 		struct json_object *v = json_object_array_get_idx(vols, i);
 		char size[24], dirty[24], clean[24];
-		const char *row[9];
+		const char *row[10];
+		const char *id = get_str(v, "disk_id", "");
 		const char *etext = get_str(v, "error_text", "");
 
 		pmc_fmt_bytes(get_u64(v, "size_bytes"), size, sizeof(size));
@@ -113,10 +114,11 @@ static void print_volumes(struct json_object *vols, uint64_t block_size)
 		row[2] = vol_state(v);
 		row[3] = get_str(v, "device", "");
 		row[4] = get_str(v, "disk", "");
-		row[5] = size;
-		row[6] = dirty;
-		row[7] = clean;
-		row[8] = *etext ? etext : "-";
+		row[5] = *id ? id : "-";
+		row[6] = size;
+		row[7] = dirty;
+		row[8] = clean;
+		row[9] = *etext ? etext : "-";
 		pmc_tab_row(&t, row);
 	}
 	if (t.rows)
@@ -261,7 +263,7 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		return err->code == EPERM ? PMC_EXIT_PERM : PMC_EXIT_USAGE;
 	req.id.kind = PMC_CTL_ID_INT;
 	req.id.num = getpid();
-	if (pmc_client_open(&cl, ctx->socket, err))
+	if (pmc_client_open(&cl, ctx->socket, a->timeout_s, err))
 		return err->code == EACCES ? PMC_EXIT_PERM
 		       : err->code == ECONNREFUSED ? PMC_EXIT_NODAEMON
 						   : PMC_EXIT_FAIL;

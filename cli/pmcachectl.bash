@@ -23,6 +23,10 @@ _pmcachectl()
 		COMPREPLY=($(compgen -W "$(_pmcachectl_volumes)" -- "$cur"))
 		return
 		;;
+	-t | --timeout)
+		COMPREPLY=($(compgen -W "5 10 30 60 300 0" -- "$cur"))
+		return
+		;;
 	-i | --interval | -n | --count | --limit | --block-size | --max-volumes | --size)
 		return
 		;;
@@ -32,7 +36,7 @@ _pmcachectl()
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
 		-s | --socket | -c | --config | -v | --volume | -i | --interval | -n | --count | \
-			--limit | --block-size | --max-volumes | --size)
+			--limit | --block-size | --max-volumes | --size | -t | --timeout)
 			((i++))
 			;;
 		-*) ;;
@@ -47,11 +51,14 @@ _pmcachectl()
 	done
 
 	if [[ $cur == -* ]]; then
-		local opts="--socket --config --json --help"
+		local opts="--socket --config --timeout --json --help"
 		case $cmd in
 		stats) opts+=" --watch --interval --count --histograms --prometheus --volume" ;;
 		set | get | flush) opts+=" --volume" ;;
-		volume) [[ $sub == remove ]] && opts+=" --force" ;;
+		volume)
+			[[ $sub == remove ]] && opts+=" --force"
+			[[ $sub == add ]] && opts+=" --replace-disk --discard-dirty"
+			;;
 		shutdown) opts+=" --remove-devices" ;;
 		check) opts+=" --repair" ;;
 		format) opts+=" --force --block-size --max-volumes --size" ;;

@@ -27,16 +27,21 @@ static int version(struct pmc_cli_ctx *ctx)
 	struct json_object *v;
 
 	memset(&r, 0, sizeof(r));
-	if (!pmc_client_open(&cl, ctx->socket, &e)) {
+	if (!pmc_client_open(&cl, ctx->socket, ctx->a->timeout_s, &e)) {
 		if (!pmc_client_send(&cl, &req, &e) && !pmc_client_recv(&cl, &r, &e) &&
 		    r.kind == PMC_CTL_REPLY_OK) {
 			state = "running";
 			if (r.payload && json_object_object_get_ex(r.payload, "version", &v))
 				dver = json_object_get_string(v);
+		} else if (e.code == EBUSY || e.code == ETIMEDOUT ||
+			   (r.kind == PMC_CTL_REPLY_ERROR && r.errnum == EBUSY)) {
+			state = "running, busy";
 		}
 		pmc_client_close(&cl);
 	} else if (e.code == EACCES) {
 		state = "permission denied";
+	} else if (e.code == EBUSY) {
+		state = "running, busy";
 	}
 	if (ctx->a->json) {
 		struct json_object *o = json_object_new_object();

@@ -294,6 +294,62 @@ static void set_params(struct pmcd_dev *d, struct ublk_params *p)
 	}
 }
 
+/* the record of /dev/ublkbN written when it was made (name_file) */
+static int record_read(int dev_id, char *name, size_t nlen, uint64_t *size, char *id, size_t ilen)
+{
+	char path[96], line[256];
+	FILE *f;
+	int n = 0;
+
+	snprintf(path, sizeof(path), PMCD_RUN_DIR "/ublkb%d.volume", dev_id);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	name[0] = id[0] = '\0';
+	*size = 0;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (n == 0)
+			snprintf(name, nlen, "%.*s", (int)nlen - 1, line);
+		else if (!strncmp(line, "size=", 5))
+			*size = strtoull(line + 5, NULL, 10);
+		else if (!strncmp(line, "disk_id=", 8))
+			snprintf(id, ilen, "%.*s", (int)ilen - 1, line + 8);
+		n++;
+	}
+	fclose(f);
+	return n ? 0 : -1;
+}
+
+/* 1 with the reason in why when the quiesced device conf.dev_id is not
+ * this volume's: no record, or another volume, size or disk identity */
+static int takeover_mismatch(struct pmcd_dev *d, char *why, size_t len)
+{
+	char name[128], id[128];
+	uint64_t size;
+	const char *want_id = d->conf.disk_id ? d->conf.disk_id : "";
+
+	if (record_read(d->conf.dev_id, name, sizeof(name), &size, id, sizeof(id))) {
+		snprintf(why, len, "no record of what it served");
+		return 1;
+	}
+	if (strcmp(name, d->conf.name)) {
+		snprintf(why, len, "it served volume %.64s", name);
+		return 1;
+	}
+	if (size != d->conf.size) {
+		snprintf(why, len, "it was %" PRIu64 " bytes, the volume is %" PRIu64, size,
+			 d->conf.size);
+		return 1;
+	}
+	if (strcmp(id, want_id)) {
+		snprintf(why, len, "it served disk %.52s, the volume's disk is %.52s",
+			 id[0] ? id : "(unknown)", want_id[0] ? want_id : "(unknown)");
+		return 1;
+	}
+	return 0;
+}
+
 /* a device of this id left quiesced by a previous daemon, to recover */
 static int find_quiesced(struct pmcd_dev *d, struct pmc_err *err)
 {
@@ -307,6 +363,18 @@ static int find_quiesced(struct pmcd_dev *d, struct pmc_err *err)
 		if (pmc_ublk_get_info(d->ctrl, (uint32_t)d->conf.dev_id, &info, &gerr))
 			return 0; /* no such device */
 		if (info.state == UBLK_S_DEV_QUIESCED) {
+			char why[200];
+
+			if (takeover_mismatch(d, why, sizeof(why))) {
+				/* another volume's device (or unknown): its I/O
+				 * must never reach this volume's disk */
+				pmc_log(LOG_WARNING,
+					"%s: not taking over quiesced /dev/ublkb%d: %s; leaving it "
+					"alone, a fresh device is made",
+					d->name, d->conf.dev_id, why);
+				d->conf.dev_id = -1;
+				return 0;
+			}
 			d->info = info;
 			return 1;
 		}
@@ -337,7 +405,10 @@ static void name_file(struct pmcd_dev *d, int create)
 	f = fopen(path, "w");
 	if (!f)
 		return; /* no stable name then; the device works */
-	fprintf(f, "%s\n", d->conf.name);
+	/* line 1 the volume (the udev rule reads it); then what a takeover
+	 * compares */
+	fprintf(f, "%s\nsize=%" PRIu64 "\ndisk_id=%s\n", d->conf.name, d->conf.size,
+		d->conf.disk_id ? d->conf.disk_id : "");
 	fclose(f);
 }
 
@@ -452,7 +523,7 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 		d->user_copy = (ctrl->feat.flags & UBLK_F_USER_COPY) && !(no_uc && *no_uc == '1');
 		if (d->user_copy)
 			flags |= UBLK_F_USER_COPY;
-		rc = pmc_ublk_add(ctrl, conf->dev_id, conf->nr_queues, conf->depth, conf->max_io,
+		rc = pmc_ublk_add(ctrl, d->conf.dev_id, conf->nr_queues, conf->depth, conf->max_io,
 				  flags, &d->info, err);
 		if (rc)
 			goto err_free;

@@ -48,6 +48,7 @@ struct pmcd_dev_conf {
 	uint64_t size;		/* bytes */
 	int volatile_cache;	/* advertise a volatile write cache (+FUA) */
 	int discard;		/* advertise discard */
+	const char *disk_id;	/* identity of the volume's disk ("" unknown) */
 };
 
 struct pmcd_dev {
@@ -65,7 +66,10 @@ struct pmcd_dev {
 
 /*
  * Export volume conf->vol: reattach to an existing quiesced device of that
- * id left by a previous daemon (user recovery), or add a new one; start
+ * id left by a previous daemon (user recovery) if its record (the
+ * ublkbN.volume file: volume, size, disk identity) matches, or add a new
+ * one (of any free id when the quiesced one belongs to something else,
+ * which is left alone); start
  * the queue threads; start or end recovery. Blocking; main thread only.
  */
 int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,

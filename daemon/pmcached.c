@@ -3,8 +3,9 @@
  * a ublk block device, runs write-back, and serves the control socket.
  *
  * Threads: the main thread runs the libev loop (signals, control socket,
- * timers) and every control operation; one thread per ublk queue serves
- * I/O (dev.c); one thread runs write-back (wb.c).
+ * timers); the control server's worker runs volume add and remove (and
+ * flush) so the loop never waits for them (ctlsrv.c, d->lock); one thread
+ * per ublk queue serves I/O (dev.c); one thread runs write-back (wb.c).
  *
  * Start-up when the pmem cannot be mapped: volumes the state file records
  * as clean are served pass-through; the others are refused by name, and
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "ctlsrv.h"
+#include "diskid.h"
 #include "lock.h"
 #include "log.h"
 #include "pmcached.h"
@@ -187,7 +189,8 @@ static int ublk_id_for(const struct pmc_config_volume *vc, uint32_t slot)
 	return vc->ublk_id >= 0 ? vc->ublk_id : (int)slot;
 }
 
-int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct pmc_err *err)
+int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
+		    struct pmc_err *err)
 {
 	struct pmcd_volume *v = NULL;
 	struct pmcd_dev_conf dc;
@@ -208,7 +211,7 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct p
 	rc = pmc_disk_open(vc->disk, 0, &disk, err);
 	if (rc)
 		return rc;
-	rc = pmc_engine_attach(d->e, vc->name, disk, &vc->vc, &v->vol, err);
+	rc = pmc_engine_attach_flags(d->e, vc->name, disk, &vc->vc, flags, &v->vol, err);
 	if (rc) {
 		pmc_disk_close(disk);
 		return rc;
@@ -221,6 +224,7 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct p
 	dc.depth = (uint16_t)d->conf.queues_depth;
 	dc.max_io = d->conf.wb.max_req_bytes;
 	dc.size = pmc_engine_volume_size(d->e, v->vol);
+	dc.disk_id = pmcd_volume_disk_id(d, v);
 	/* acknowledged writes of write-through are durable: no volatile cache
 	 * to flush. Write-back volumes advertise one (and FUA) so that the
 	 * sequential streams they send around the cache may be plain disk
@@ -236,8 +240,10 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct p
 		pmc_engine_detach(d->e, v->vol, 0, &ignore);
 		return rc;
 	}
+	pthread_mutex_lock(&d->lock);
 	v->conf = *vc;
 	v->used = 1;
+	pthread_mutex_unlock(&d->lock);
 	return 0;
 }
 
@@ -249,17 +255,21 @@ struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name)
 	return NULL;
 }
 
+/* with force, a volume whose disk fails write-back is detached anyway, its
+ * dirty data kept in the pmem for the next attach; an open device is
+ * never removed. May run on the control worker (ctlsrv.c). */
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err)
 {
 	struct pmcd_volume *v = pmcd_volume_find(d, name);
+	struct pmcd_dev *dev;
 	char holder[200];
-	int rc;
+	int rc, kept = 0;
 
 	if (!v)
 		return pmc_err_set(err, ENOENT, "volume %s: not served", name);
-	if (!force && pmcd_dev_holder(v->dev->dev_id, holder, sizeof(holder)))
+	if (pmcd_dev_holder(v->dev->dev_id, holder, sizeof(holder)))
 		return pmc_err_set(err, EBUSY, "volume %s: /dev/ublkb%u is in use: %s; unmount "
-					       "or close it, or force",
+					       "or close it first",
 				   name, v->dev->dev_id, holder);
 	/* no new dirty data, then everything to the disk */
 	pmc_engine_set_mode(d->e, v->vol, PMC_MODE_WRITE_AROUND, NULL);
@@ -273,18 +283,32 @@ int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_e
 		if (rc)
 			*err = d->wb.flush_err;
 		pthread_mutex_unlock(&d->wb.lock);
-		if (rc) {
+		if (rc && !force) {
 			pmc_engine_set_mode(d->e, v->vol, v->conf.vc.mode, NULL);
 			return rc;
 		}
+		if (rc) {
+			pmc_log(LOG_WARNING,
+				"volume %s: %s; detaching anyway (force): its dirty data stays "
+				"in the pmem until it is added again",
+				name, err->msg);
+			pmc_err_clear(err);
+			kept = 1;
+		}
 	}
-	pmcd_dev_stop(v->dev);
+	pthread_mutex_lock(&d->lock);
+	dev = v->dev;
 	v->dev = NULL;
-	rc = pmc_engine_detach(d->e, v->vol, 1, err);
 	v->used = 0;
+	pthread_mutex_unlock(&d->lock);
+	pmcd_dev_stop(dev);
+	rc = pmc_engine_detach(d->e, v->vol, !kept, err);
 	if (rc)
 		return rc;
-	pmc_log(LOG_INFO, "volume %s: removed; all its data is on %s", name, v->conf.disk);
+	if (kept)
+		pmc_log(LOG_WARNING, "volume %s: detached with dirty data kept in the pmem", name);
+	else
+		pmc_log(LOG_INFO, "volume %s: removed; all its data is on %s", name, v->conf.disk);
 	return 0;
 }
 
@@ -686,7 +710,7 @@ static int start(struct pmcd *d, struct pmc_err *err)
 	for (unsigned i = 0; i < c->nr_volumes; i++) {
 		struct pmc_err verr = {0};
 
-		if (pmcd_volume_add(d, &c->volumes[i], &verr))
+		if (pmcd_volume_add(d, &c->volumes[i], 0, &verr))
 			pmc_log(LOG_ERR, "%s", verr.msg);
 		else
 			served++;
@@ -754,6 +778,7 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	pthread_mutex_init(&d->lock, NULL);
 	snprintf(d->conf_path, sizeof(d->conf_path), "%s", conf);
 	if (reload_pid)
 		return reload_client(reload_pid);

@@ -3,7 +3,9 @@
 #define PMCD_H
 
 #include <ev.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cache.h"
 #include "config.h"
@@ -20,6 +22,7 @@ struct pmcd_volume {
 	uint32_t vol;		/* engine slot */
 	struct pmcd_dev *dev;
 	struct pmc_config_volume conf;
+	char disk_id[PMC_DISK_ID_MAX + 1]; /* pmcd_volume_disk_id() */
 };
 
 struct pmcd {
@@ -32,6 +35,9 @@ struct pmcd {
 	struct pmc_engine *e;
 	struct pmc_ublk_ctrl *ctrl;
 	struct pmcd_wb wb;
+	/* vols[]: changed by the control worker (ctlsrv.c) under lock, read by
+	 * the loop under lock; the worker reads names without it */
+	pthread_mutex_t lock;
 	struct pmcd_volume vols[PMCD_MAX_VOLUMES];
 	int stopping;
 	int remove_devices;		/* shutdown --remove-devices */
@@ -43,10 +49,24 @@ struct pmcd {
 };
 
 /* volumes at run time (pmcached.c) */
-int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, struct pmc_err *err);
+/* flags: PMC_ATTACH_* (diskid.h) */
+int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
+		    struct pmc_err *err);
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err);
 struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name);
 void pmcd_status(struct pmcd *d, char *buf, size_t len);
+
+/* the identity the cache recorded for the volume's disk; "" none (inline:
+ * the control server's stress test links ctlsrv.c without pmcached.c) */
+static inline const char *pmcd_volume_disk_id(struct pmcd *d, struct pmcd_volume *v)
+{
+	struct pmc_volume_info vi;
+
+	if (!d->cache || pmc_cache_volume_info(d->cache, v->vol, &vi) || vi.id_state != 1)
+		return "";
+	snprintf(v->disk_id, sizeof(v->disk_id), "%s", vi.disk_id.text);
+	return v->disk_id;
+}
 /* stop the loop; devices in use are left quiesced for the next daemon */
 void pmcd_shutdown(struct pmcd *d);
 /* the same, removing every device: -EBUSY naming the holder if one is in

@@ -32,6 +32,8 @@
 
 #include "cache_internal.h"
 
+void (*pmc_test_alloc_claimed)(struct pmc_cache *c, uint64_t blk);
+
 void pmc_pin_locked(struct pmc_cache *c, uint64_t blk)
 {
 	uint64_t *r = &c->descs[blk].ref;
@@ -103,6 +105,8 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int mode)
 	uint32_t s, vol = d->vol;
 	int rc;
 
+	if ((pmc_load64(&d->state) & 0xff) == PMC_BLK_BAD)
+		return -EBUSY; /* retired: bad media (poison.h) */
 	if (vol >= c->max_volumes)
 		return 0; /* never linked: a live descriptor has a valid slot */
 	b = pmc_index_bucket(c, vol, d->lba);
@@ -118,6 +122,16 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int mode)
 		goto out;
 	}
 	st = pmc_load64(&d->state) & 0xff;
+	if (st == PMC_BLK_LOST && !pmc_desc_live(c, d)) {
+		/* a stale LOST block (its volume was removed or its disk
+		 * replaced): unlinked, but its media is bad: retired */
+		pmc_pmem_store8(c->pm, link, pmc_load64(&d->next));
+		pmc_pmem_persist(c->pm, link, sizeof(*link));
+		pmc_pmem_store8(c->pm, &d->state, PMC_BLK_BAD);
+		pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
+		rc = -EBUSY;
+		goto out;
+	}
 	if (pmc_desc_live(c, d)) {
 		if (st == PMC_BLK_DIRTY)
 			pmc_dirty_mark(c, blk, 1); /* pass it by from now on */
@@ -178,6 +192,8 @@ int pmc_cache_alloc(struct pmc_cache *c, int mode, uint64_t *blk)
 		budget--;
 		if (!claim(c, i))
 			continue;
+		if (pmc_test_alloc_claimed)
+			pmc_test_alloc_claimed(c, i);
 		/* The claim only says nobody pinned the block at that instant: a
 		 * reader may have pinned it since, while it was still linked.
 		 * Once it is known to be in no chain no new pin can appear, so

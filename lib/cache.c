@@ -18,12 +18,16 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "cache_internal.h"
+#include "check.h"
+#include "log.h"
+#include "poison.h"
 
 static void random_uuid(uint8_t uuid[16])
 {
@@ -61,6 +65,7 @@ int pmc_cache_format(struct pmc_pmem *pm, const struct pmc_format_opts *opts,
 	sb.magic = PMC_SB_MAGIC;
 	sb.major = PMC_FORMAT_MAJOR;
 	sb.minor = PMC_FORMAT_MINOR;
+	sb.ro_compat = PMC_FEAT_RO_COMPAT_DISK_ID | PMC_FEAT_RO_COMPAT_QUARANTINE;
 	random_uuid(sb.uuid);
 	sb.pmem_size = g.pmem_size;
 	sb.block_size = g.block_size;
@@ -124,10 +129,15 @@ static int volumes_check(struct pmc_cache *c, struct pmc_err *err)
 			continue;
 		if (st != PMC_VOL_ACTIVE)
 			return pmc_err_set(err, EUCLEAN, "pmem %s: volume slot %u: bad state %u", c->pm->path, i, st);
-		if (v->csum != pmc_vol_csum(v))
+		/* a 1.0 cache: slots of the 1.0 layout, or converted before a
+		 * crash cut the conversion short (vol_convert) */
+		if (v->csum != pmc_vol_csum(v) &&
+		    (c->sb.minor >= 1 || v->csum != pmc_vol_csum_v10(v)))
 			return pmc_err_set(err, EUCLEAN, "pmem %s: volume slot %u: bad checksum", c->pm->path, i);
 		if (!valid_name(v->name, PMC_VOLUME_NAME_MAX) ||
-		    memchr(v->disk, 0, sizeof(v->disk)) == NULL)
+		    (c->sb.minor == 0 && v->csum == pmc_vol_csum_v10(v) &&
+		     memchr((const char *)v + offsetof(struct pmc_vol, disk), 0,
+			    offsetof(struct pmc_vol, csum) - offsetof(struct pmc_vol, disk)) == NULL))
 			return pmc_err_set(err, EUCLEAN, "pmem %s: volume slot %u: malformed name or disk",
 					   c->pm->path, i);
 		for (uint32_t j = 0; j < i; j++)
@@ -156,6 +166,78 @@ static int clean_counts_agree(struct pmc_cache *c)
 		k += c->vols[i].clean_nr_clean;
 	}
 	return d == c->sb.clean_nr_dirty && k == c->sb.clean_nr_clean && d + k <= c->nr_blocks;
+}
+
+/*
+ * A 1.0 cache opened read-write: every active slot to the 1.1 layout (its
+ * checksum over bytes 8..167, one aligned 8-byte store; then the identity
+ * record zeroed: "not recorded"), then the superblock says 1.1 in the
+ * open.epoch commit. Each step is idempotent: a crash anywhere leaves a
+ * 1.0 superblock whose slots are valid in either form, converted again
+ * at the next open.
+ */
+static void vol_convert(struct pmc_cache *c)
+{
+	const size_t id_off = offsetof(struct pmc_vol, disk_bytes);
+	const size_t id_len = offsetof(struct pmc_vol, csum) - id_off;
+
+	for (uint32_t i = 0; i < c->max_volumes; i++) {
+		struct pmc_vol *v = &c->vols[i];
+		uint32_t sum = pmc_vol_csum(v);
+
+		if (PMC_VOL_STATE(v->gen_state) != PMC_VOL_ACTIVE)
+			continue;
+		/* crash point convert.csum */
+		if (v->csum != sum) {
+			pmc_pmem_store8(c->pm, (uint64_t *)&v->csum, sum);
+			pmc_pmem_persist(c->pm, &v->csum, sizeof(uint64_t));
+		}
+		/* crash point convert.id */
+		pmc_pmem_fill(c->pm, (char *)v + id_off, 0, id_len);
+		pmc_pmem_persist(c->pm, (char *)v + id_off, id_len);
+	}
+	c->sb.minor = PMC_FORMAT_MINOR;
+	c->sb.ro_compat |= PMC_FEAT_RO_COMPAT_DISK_ID | PMC_FEAT_RO_COMPAT_QUARANTINE;
+}
+
+/*
+ * A read-write open: after an unsafe shutdown of the namespace (its count
+ * moved since the last open of this cache on the same device) lines the
+ * ADR should have drained may be lost: the whole metadata is checked
+ * before anything is served, and the open refused if it fails. Then the
+ * bad blocks are quarantined, and the count and device id recorded (the
+ * open.epoch commit writes them).
+ */
+static int media_check(struct pmc_cache *c, struct pmc_err *err)
+{
+	struct pmc_pmem *pm = c->pm;
+	int rc;
+
+	if (pm->usc_valid && c->sb.pmem_id[0] &&
+	    !strncmp(c->sb.pmem_id, pm->dev_id, sizeof(c->sb.pmem_id)) &&
+	    c->sb.pmem_usc != pm->usc) {
+		struct pmc_check_report rep;
+		struct pmc_err cerr = {0};
+
+		pmc_log(LOG_WARNING,
+			"pmem %s: unsafe shutdown (count %" PRIu64 " -> %" PRIu64 "): checking the "
+			"whole metadata before serving",
+			pm->path, c->sb.pmem_usc, pm->usc);
+		if (pmc_cache_check(c, &rep, &cerr))
+			return pmc_err_set(err, EUCLEAN,
+					   "pmem %s: after an unsafe shutdown the metadata check "
+					   "failed: %s",
+					   pm->path, cerr.msg);
+	}
+	rc = pmc_cache_badblocks(c, err);
+	if (rc)
+		return rc;
+	if (pm->usc_valid) {
+		c->sb.pmem_usc = pm->usc;
+		memset(c->sb.pmem_id, 0, sizeof(c->sb.pmem_id));
+		memcpy(c->sb.pmem_id, pm->dev_id, strnlen(pm->dev_id, sizeof(c->sb.pmem_id) - 1));
+	}
+	return 0;
 }
 
 int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
@@ -219,6 +301,15 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 		}
 		memset(c->counted, 1, sizeof(c->counted));
 		atomic_store(&c->counts_valid, 1);
+	}
+	if (!c->rdonly && c->sb.minor == 0)
+		vol_convert(c);
+	if (!c->rdonly) {
+		rc = media_check(c, err);
+		if (rc) {
+			cache_free(c);
+			return rc;
+		}
 	}
 	if (!c->rdonly) {
 		/* crash point open.epoch: a new epoch voids old pins; not clean
@@ -318,6 +409,22 @@ static int vol_active(struct pmc_cache *c, uint32_t vol)
 int pmc_cache_volume_add(struct pmc_cache *c, const char *name, const char *disk,
 			 uint64_t size_bytes, uint32_t *vol, struct pmc_err *err)
 {
+	return pmc_cache_volume_add_id(c, name, disk, size_bytes, NULL, vol, err);
+}
+
+/* the identity record of a slot image: disk_bytes, disk_id, id_csum */
+static void id_fill(struct pmc_vol *img, const struct pmc_disk_id *id)
+{
+	img->disk_bytes = id->disk_bytes;
+	memset(img->disk_id, 0, sizeof(img->disk_id));
+	memcpy(img->disk_id, id->text, strnlen(id->text, PMC_DISK_ID_MAX));
+	img->id_csum = pmc_vol_id_csum(img);
+}
+
+int pmc_cache_volume_add_id(struct pmc_cache *c, const char *name, const char *disk,
+			    uint64_t size_bytes, const struct pmc_disk_id *id, uint32_t *vol,
+			    struct pmc_err *err)
+{
 	struct pmc_vol img, *v = NULL;
 	uint32_t i, slot = 0;
 	uint64_t gen;
@@ -360,7 +467,10 @@ int pmc_cache_volume_add(struct pmc_cache *c, const char *name, const char *disk
 	img.add_time_ns = pmc_now_ns();
 	random_uuid(img.uuid);
 	snprintf(img.name, sizeof(img.name), "%s", name);
-	snprintf(img.disk, sizeof(img.disk), "%s", disk);
+	/* the path as configured, truncated to the slot's 64 bytes */
+	memcpy(img.disk, disk, strnlen(disk, sizeof(img.disk)));
+	if (id && id->text[0])
+		id_fill(&img, id);
 	img.csum = pmc_vol_csum(&img);
 	/* crash point volume_add.fields: a free slot's fields, then one store */
 	pmc_pmem_copy(c->pm, (char *)v + 8, (char *)&img + 8, sizeof(img) - 8);
@@ -434,6 +544,94 @@ int pmc_cache_volume_find(struct pmc_cache *c, const char *name, uint32_t *vol)
 	return -ENOENT;
 }
 
+/* the identity record of a 1.1 slot: none (all zero), valid, or unreadable */
+static void vol_id_read(const struct pmc_vol *v, struct pmc_volume_info *out)
+{
+	const unsigned char *p = (const unsigned char *)&v->disk_bytes;
+	size_t len = offsetof(struct pmc_vol, csum) - offsetof(struct pmc_vol, disk_bytes);
+	size_t i;
+
+	for (i = 0; i < len && !p[i]; i++)
+		;
+	if (i == len) {
+		out->id_state = 0;
+		return;
+	}
+	if (v->id_csum != pmc_vol_id_csum(v) || !v->disk_id[0] ||
+	    !memchr(v->disk_id, 0, sizeof(v->disk_id))) {
+		out->id_state = -1;
+		return;
+	}
+	out->id_state = 1;
+	out->disk_id.disk_bytes = v->disk_bytes;
+	memcpy(out->disk_id.text, v->disk_id, sizeof(v->disk_id));
+}
+
+int pmc_cache_volume_set_id(struct pmc_cache *c, uint32_t vol, const struct pmc_disk_id *id,
+			    int renew, int discard_dirty, struct pmc_err *err)
+{
+	const size_t id_off = offsetof(struct pmc_vol, disk_bytes);
+	const size_t id_len = offsetof(struct pmc_vol, csum) - id_off;
+	struct pmc_vol img, *v;
+	int64_t dirty = 0;
+	int refs;
+
+	if (c->rdonly)
+		return pmc_err_set(err, EROFS, "volume slot %u: cache is open read-only", vol);
+	if (!id->text[0] || strnlen(id->text, sizeof(id->text)) > PMC_DISK_ID_MAX)
+		return pmc_err_set(err, EINVAL, "volume slot %u: empty or overlong disk identity",
+				   vol);
+	pthread_mutex_lock(&c->vol_lock);
+	if (!vol_active(c, vol)) {
+		pthread_mutex_unlock(&c->vol_lock);
+		return pmc_err_set(err, ENOENT, "volume slot %u: no such volume", vol);
+	}
+	v = &c->vols[vol];
+	refs = atomic_load(&c->vrt[vol].refs);
+	if (refs) {
+		pthread_mutex_unlock(&c->vol_lock);
+		return pmc_err_set(err, EBUSY, "volume %s: attached or in use (%d references)",
+				   v->name, refs);
+	}
+	if (renew) {
+		if (!atomic_load(&c->counts_valid))
+			pmc_cache_recount(c);
+		for (uint32_t s = 0; s < c->nr_stripes; s++)
+			pthread_mutex_lock(&c->stripe[s]);
+		dirty = atomic_load(&c->vrt[vol].nr_dirty);
+		if (dirty == 0 || discard_dirty) {
+			/* crash point set_id.renew: a new generation makes every
+			 * block of the old disk stale in one store, before the new
+			 * identity is recorded; a crash between the two leaves the
+			 * old identity (the new disk is refused) and no blocks */
+			pmc_pmem_store8(c->pm, &v->gen_state,
+					PMC_VOL_GS(PMC_VOL_GEN(v->gen_state) + 1, PMC_VOL_ACTIVE));
+			pmc_pmem_persist(c->pm, &v->gen_state, sizeof(uint64_t));
+			atomic_fetch_sub(&c->tot_dirty, dirty);
+			atomic_store(&c->vrt[vol].nr_dirty, 0);
+			atomic_store(&c->vrt[vol].nr_clean, 0);
+		}
+		for (uint32_t s = c->nr_stripes; s-- > 0;)
+			pthread_mutex_unlock(&c->stripe[s]);
+		if (dirty && !discard_dirty) {
+			pthread_mutex_unlock(&c->vol_lock);
+			return pmc_err_set(err, EBUSY,
+					   "volume %s: %" PRId64 " dirty blocks of the old disk are "
+					   "not written back; replacing the disk would lose them "
+					   "(attach the old disk and flush, or discard them)",
+					   v->name, dirty);
+		}
+	}
+	/* crash point set_id.record: the identity record, with its own
+	 * checksum (a torn record reads as unreadable, never as another disk) */
+	img = *v;
+	id_fill(&img, id);
+	pmc_pmem_copy(c->pm, (char *)v + id_off, (char *)&img + id_off, id_len);
+	pmc_pmem_persist(c->pm, (char *)v + id_off, id_len);
+	pthread_mutex_unlock(&c->vol_lock);
+	return 0;
+}
+
 int pmc_cache_volume_info(struct pmc_cache *c, uint32_t vol, struct pmc_volume_info *out)
 {
 	const struct pmc_vol *v;
@@ -448,7 +646,14 @@ int pmc_cache_volume_info(struct pmc_cache *c, uint32_t vol, struct pmc_volume_i
 	out->add_time_ns = v->add_time_ns;
 	memcpy(out->uuid, v->uuid, sizeof(out->uuid));
 	memcpy(out->name, v->name, sizeof(out->name));
-	memcpy(out->disk, v->disk, sizeof(out->disk));
+	if (c->sb.minor == 0) {
+		/* 1.0 layout: a 128-byte disk field, no identity */
+		memcpy(out->disk, (const char *)v + offsetof(struct pmc_vol, disk),
+		       offsetof(struct pmc_vol, csum) - offsetof(struct pmc_vol, disk));
+	} else {
+		memcpy(out->disk, v->disk, sizeof(v->disk));
+		vol_id_read(v, out);
+	}
 	out->name[PMC_VOLUME_NAME_MAX] = '\0';
 	out->disk[PMC_VOLUME_DISK_MAX] = '\0';
 	out->counts_valid = atomic_load(&c->counts_valid);

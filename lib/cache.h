@@ -21,7 +21,14 @@
 #define PMC_BLOCK_SIZE_DEFAULT 4096u
 #define PMC_MAX_VOLUMES_DEFAULT 64u
 #define PMC_VOLUME_NAME_MAX 63u	 /* bytes, without the NUL */
-#define PMC_VOLUME_DISK_MAX 127u /* bytes, without the NUL */
+#define PMC_VOLUME_DISK_MAX 127u /* bytes, without the NUL (the slot keeps 64) */
+#define PMC_DISK_ID_MAX 51u	 /* bytes of a disk identity, without the NUL */
+
+/* the identity of a backing disk (diskid.h) as a volume slot records it */
+struct pmc_disk_id {
+	char text[PMC_DISK_ID_MAX + 1]; /* "" none */
+	uint64_t disk_bytes;		 /* size of the disk when recorded */
+};
 
 struct pmc_cache;
 
@@ -41,6 +48,11 @@ enum pmc_block_state {
 	PMC_BLK_FREE = 0,
 	PMC_BLK_CLEAN = 1,
 	PMC_BLK_DIRTY = 2,
+	/* 1.1 (poison.h): linked, its dirty data lost to a media error: reads
+	 * fail with -EIO, write-back skips it */
+	PMC_BLK_LOST = 3,
+	/* 1.1: unlinked, its media is bad: never allocated again */
+	PMC_BLK_BAD = 4,
 };
 
 struct pmc_volume_info {
@@ -55,6 +67,8 @@ struct pmc_volume_info {
 	uint64_t nr_clean;	/* blocks; valid when counts_valid */
 	int counts_valid;	/* 0 while a recount after a crash is pending */
 	int refs;		/* holders of pmc_cache_volume_get() */
+	struct pmc_disk_id disk_id; /* valid when id_state == 1 */
+	int id_state;		/* 1 recorded, 0 none (1.0 cache), -1 unreadable */
 };
 
 struct pmc_cache_info {
@@ -104,6 +118,18 @@ void pmc_cache_recount(struct pmc_cache *c);
 /* --- volumes --- */
 int pmc_cache_volume_add(struct pmc_cache *c, const char *name, const char *disk,
 			 uint64_t size_bytes, uint32_t *vol, struct pmc_err *err);
+/* ... recording the identity of its disk (id may be NULL: none) */
+int pmc_cache_volume_add_id(struct pmc_cache *c, const char *name, const char *disk,
+			    uint64_t size_bytes, const struct pmc_disk_id *id, uint32_t *vol,
+			    struct pmc_err *err);
+/*
+ * Record the identity of vol's disk. With renew, the volume's disk is being
+ * replaced: every cached block of the volume is dropped first (a new slot
+ * generation, one atomic store), refused with -EBUSY while it has dirty
+ * blocks unless discard_dirty. Refused while the volume has references.
+ */
+int pmc_cache_volume_set_id(struct pmc_cache *c, uint32_t vol, const struct pmc_disk_id *id,
+			    int renew, int discard_dirty, struct pmc_err *err);
 /* Refuses while the volume has references or dirty blocks (-EBUSY); its
  * clean blocks become free in O(1) and are reclaimed lazily. */
 int pmc_cache_volume_remove(struct pmc_cache *c, uint32_t vol, struct pmc_err *err);

@@ -85,7 +85,11 @@ struct pmc_geom {
 int pmc_geom_compute(uint64_t pmem_size, uint32_t block_size, uint32_t max_volumes,
 		     struct pmc_geom *g, struct pmc_err *err);
 uint32_t pmc_sb_csum(const struct pmc_sb *sb);
+/* 1.1: bytes 8..167; 1.0: bytes 8..231 */
 uint32_t pmc_vol_csum(const struct pmc_vol *v);
+uint32_t pmc_vol_csum_v10(const struct pmc_vol *v);
+/* the disk identity record, bytes 168..227 */
+uint32_t pmc_vol_id_csum(const struct pmc_vol *v);
 uint32_t pmc_desc_csum(const struct pmc_desc *d);
 /* validate and pick the newest copy; no stores */
 int pmc_sb_load(struct pmc_pmem *pm, struct pmc_sb *sb, unsigned *slot, struct pmc_err *err);
@@ -128,6 +132,16 @@ struct pmc_stripe_set {
 };
 void pmc_stripes_lock(struct pmc_cache *c, struct pmc_stripe_set *set);
 void pmc_stripes_unlock(struct pmc_cache *c, struct pmc_stripe_set *set);
+
+/* Test hooks, NULL outside tests (tests/unit/test_guards.c and
+ * tests/engine/engine_faults.c force races through them):
+ * pmc_test_alloc_claimed runs in pmc_cache_alloc right after blk was
+ * claimed, before the allocator takes the stripe lock to look at it;
+ * pmc_test_wb_pinned runs in write-back after the blocks of a write were
+ * pinned (wb_pin) and before they are claimed for the disk (wb_claim). */
+struct pmc_engine;
+extern void (*pmc_test_alloc_claimed)(struct pmc_cache *c, uint64_t blk);
+extern void (*pmc_test_wb_pinned)(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n);
 
 static inline uint64_t pmc_load64(const uint64_t *p)
 {

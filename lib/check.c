@@ -18,7 +18,7 @@ static int check_desc(struct pmc_cache *c, uint64_t b, uint64_t blk, struct pmc_
 	if (d->csum != pmc_desc_csum(d))
 		return pmc_err_set(err, EUCLEAN, "descriptor %" PRIu64 " (bucket %" PRIu64
 				   "): bad checksum", blk, b);
-	if (st != PMC_BLK_CLEAN && st != PMC_BLK_DIRTY)
+	if (st != PMC_BLK_CLEAN && st != PMC_BLK_DIRTY && st != PMC_BLK_LOST)
 		return pmc_err_set(err, EUCLEAN, "descriptor %" PRIu64 ": linked in state %" PRIu64,
 				   blk, st);
 	if (d->reserved0)
@@ -72,6 +72,8 @@ static int check_chain(struct pmc_cache *c, uint64_t b, uint64_t *seen,
 			if (pmc_load64(&d->state) == PMC_BLK_DIRTY) {
 				rep->live_dirty++;
 				vol_dirty[d->vol]++;
+			} else if (pmc_load64(&d->state) == PMC_BLK_LOST) {
+				rep->lost++;
 			} else {
 				rep->live_clean++;
 				vol_clean[d->vol]++;
@@ -108,6 +110,8 @@ int pmc_cache_check(struct pmc_cache *c, struct pmc_check_report *rep, struct pm
 			continue;
 		if (pmc_load64(&c->descs[blk].state) == PMC_BLK_FREE)
 			rep->free++;
+		else if (pmc_load64(&c->descs[blk].state) == PMC_BLK_BAD)
+			rep->bad++;
 		else
 			rep->orphans++;
 	}

@@ -13,6 +13,8 @@ struct pmc_check_report {
 	uint64_t stale;	  /* linked, of a removed volume */
 	uint64_t orphans; /* unlinked, not FREE: reclaimed lazily */
 	uint64_t free;	  /* unlinked and FREE */
+	uint64_t lost;	  /* linked LOST: dirty data lost to a media error */
+	uint64_t bad;	  /* unlinked BAD: retired, bad media */
 	uint64_t max_chain;
 };
 

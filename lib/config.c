@@ -107,7 +107,30 @@ const struct pmc_config_key pmc_config_table[] = {
      .type = PMC_CONFIG_T_GROUP,
      .def = "",
      .max = PMC_CONFIG_GROUP_MAX,
-     .doc = "group whose members may use the control socket; \"\": root only"},
+     .doc = "group whose members may use the control socket, for the read-only commands "
+	    "(status, stats, get, volume list); \"\": root only"},
+    {.key = "control.admin_group",
+     TOP(control_admin_group),
+     .type = PMC_CONFIG_T_GROUP,
+     .def = "",
+     .max = PMC_CONFIG_GROUP_MAX,
+     .doc = "group whose members may also change things (volume add and remove, set, flush, "
+	    "shutdown); \"\": root only"},
+    {.key = "control.allowed_disks",
+     TOP(control_allowed_disks),
+     .type = PMC_CONFIG_T_PATH,
+     .def = "/dev/*",
+     .max = PMC_CONFIG_PATH_MAX - 1,
+     .doc = "shell patterns, separated by spaces, of the block devices volume add may "
+	    "attach (matched against the device's name under /dev)"},
+    {.key = "control.idle_timeout",
+     TOP(control_idle_s),
+     .type = PMC_CONFIG_T_INT,
+     .def = "60",
+     .min = 1,
+     .max = 86400,
+     .unit = "s",
+     .doc = "close a control connection idle for this long"},
     {.key = "log.level",
      TOP(log_level),
      .type = PMC_CONFIG_T_WORD,
@@ -873,6 +896,22 @@ static int order_check(const struct pmc_config *c, const struct lines *ln, const
 			   b->key, vb, top_line(ln, b) || !ln ? "" : ", the default");
 }
 
+/* do two paths name the same device or file? Resolved by the kernel
+ * (st_rdev of block devices, st_dev + st_ino of files), never by the
+ * strings: a by-id link and /dev/nvme0n1 are one disk. 0 when either path
+ * does not exist (yet). */
+static int same_device(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (stat(a, &sa) != 0 || stat(b, &sb) != 0)
+		return 0;
+	if ((S_ISBLK(sa.st_mode) && S_ISBLK(sb.st_mode)) ||
+	    (S_ISCHR(sa.st_mode) && S_ISCHR(sb.st_mode)))
+		return sa.st_rdev == sb.st_rdev;
+	return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* volume i against volumes 0..i-1 and pmem.path */
 static int volume_cross(const struct pmc_config *c, uint32_t i, const struct lines *ln,
 			const char *file, struct pmc_err *err)
@@ -898,6 +937,17 @@ static int volume_cross(const struct pmc_config *c, uint32_t i, const struct lin
 					   "%s: two volumes on disk %s (\"%s\" and \"%s\")", where,
 					   q, w->name, v->name);
 		}
+		if (same_device(v->disk, w->disk)) {
+			char q2[80];
+
+			pmc_config_quote(v->disk, q, sizeof(q));
+			pmc_config_quote(w->disk, q2, sizeof(q2));
+			where_fmt(where, sizeof(where), file, vol_line(ln, i, kd), "volumes");
+			return pmc_err_set(err, EEXIST,
+					   "%s: %s and %s are the same disk (volumes \"%s\" and "
+					   "\"%s\")",
+					   where, q, q2, w->name, v->name);
+		}
 		if (v->ublk_id >= 0 && v->ublk_id == w->ublk_id) {
 			snprintf(path, sizeof(path), "volumes.[%u].ublk_id", i);
 			where_fmt(where, sizeof(where), file, vol_line(ln, i, ku), path);
@@ -905,7 +955,7 @@ static int volume_cross(const struct pmc_config *c, uint32_t i, const struct lin
 					   where, v->ublk_id, w->name);
 		}
 	}
-	if (c->pmem_path[0] && !strcmp(v->disk, c->pmem_path)) {
+	if (c->pmem_path[0] && (!strcmp(v->disk, c->pmem_path) || same_device(v->disk, c->pmem_path))) {
 		pmc_config_quote(v->disk, q, sizeof(q));
 		snprintf(path, sizeof(path), "volumes.[%u].disk", i);
 		where_fmt(where, sizeof(where), file, vol_line(ln, i, kd), path);

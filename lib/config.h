@@ -11,7 +11,8 @@
  *
  *   pmem = { path = "/dev/dax0.0"; size = 0; format = "if-blank"; block_size = 4096; };
  *   state_dir = "/var/lib/pmcache";
- *   control = { socket = "/run/pmcache/pmcached.sock"; group = ""; };
+ *   control = { socket = "/run/pmcache/pmcached.sock"; group = ""; admin_group = "";
+ *               allowed_disks = "/dev/nvme*"; idle_timeout = 60; };
  *   log = { level = "info"; };
  *   queues = { count = 2; depth = 128; max_io = "512K"; };
  *   writeback = { high_pct = 50; low_pct = 30; max_age_ms = 30000; max_io = "1M";
@@ -70,6 +71,9 @@ struct pmc_config {
 	char state_dir[PMC_CONFIG_PATH_MAX]; /* the volume state file lives here */
 	char control_socket[PMC_CONFIG_SOCKET_MAX];
 	char control_group[PMC_CONFIG_GROUP_MAX + 1]; /* "": root only */
+	char control_admin_group[PMC_CONFIG_GROUP_MAX + 1]; /* "": root only */
+	char control_allowed_disks[PMC_CONFIG_PATH_MAX];    /* fnmatch patterns */
+	uint32_t control_idle_s;			    /* seconds */
 	int log_level;				      /* syslog priority, LOG_EMERG..LOG_DEBUG */
 	uint32_t queues_count;			      /* ublk queues (threads) per device */
 	uint32_t queues_depth;			      /* requests in flight per queue */

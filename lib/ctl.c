@@ -309,7 +309,7 @@ static int field_allowed(enum pmc_ctl_cmd cmd, const char *name)
 	if (cmd == PMC_CTL_VOLUME_ADD) {
 		const struct pmc_config_key *k = pmc_config_key_find(PMC_CONFIG_SCOPE_VOLUME, name);
 
-		return k != NULL;
+		return k != NULL || !strcmp(name, "replace_disk") || !strcmp(name, "discard_dirty");
 	}
 	for (unsigned i = 0; i < 4 && cmd_fields[cmd][i]; i++)
 		if (!strcmp(cmd_fields[cmd][i], name))
@@ -431,6 +431,15 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 			const struct pmc_config_key *k =
 			    pmc_config_key_find(PMC_CONFIG_SCOPE_VOLUME, key);
 
+			if (!k && (!strcmp(key, "replace_disk") || !strcmp(key, "discard_dirty"))) {
+				if (!json_object_is_type(jv, json_type_boolean))
+					return pmc_err_set(err, EINVAL,
+							   "%s %s: expected a boolean, got %s", cmd,
+							   key, jtype_name(jv));
+				*(key[0] == 'r' ? &r->replace_disk : &r->discard_dirty) =
+				    json_object_get_boolean(jv) ? 1 : 0;
+				continue;
+			}
 			if (!k)
 				continue; /* cmd, id */
 			snprintf(where, sizeof(where), "%s %s", cmd, key);
@@ -439,6 +448,8 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 			if (rc)
 				return rc;
 		}
+		if (r->discard_dirty && !r->replace_disk)
+			return pmc_err_set(err, EINVAL, "%s: discard_dirty needs replace_disk", cmd);
 		return 0;
 	case PMC_CTL_SET:
 	case PMC_CTL_GET:
@@ -606,6 +617,10 @@ static int encode_fields(struct json_object *o, const struct pmc_ctl_req *r)
 			if (n != pmc_config_key_load(k, &def))
 				rc = add(o, k->key, jnum(k, n));
 		}
+		if (!rc && r->replace_disk)
+			rc = add(o, "replace_disk", json_object_new_boolean(1));
+		if (!rc && r->discard_dirty)
+			rc = add(o, "discard_dirty", json_object_new_boolean(1));
 		return rc;
 	default:
 		return 0;
@@ -642,7 +657,7 @@ static struct json_object *reply_new(const struct pmc_ctl_id *id)
 {
 	struct json_object *o = json_object_new_object();
 
-	if (o && add_id(o, id)) {
+	if (o && (add(o, "v", json_object_new_int(PMC_CTL_VERSION)) || add_id(o, id))) {
 		json_object_put(o);
 		o = NULL;
 	}
@@ -662,7 +677,7 @@ char *pmc_ctl_reply_ok(const struct pmc_ctl_id *id, struct json_object *payload)
 	if (!rc && payload && json_object_is_type(payload, json_type_object)) {
 		json_object_object_foreach(payload, key, val)
 		{
-			if (!rc && strcmp(key, "id") && strcmp(key, "ok"))
+			if (!rc && strcmp(key, "id") && strcmp(key, "ok") && strcmp(key, "v"))
 				rc = add(o, key, json_object_get(val));
 		}
 	} else if (!rc && payload) {
@@ -767,6 +782,21 @@ int pmc_ctl_decode_reply(const char *buf, size_t len, struct pmc_ctl_reply *out,
 		if (rc)
 			goto fail;
 	}
+	if (json_object_object_get_ex(o, "v", &j)) {
+		if (!json_object_is_type(j, json_type_int) || json_object_get_int64(j) < 1 ||
+		    json_object_get_int64(j) > 1000000) {
+			rc = pmc_err_set(err, EPROTO, "reply v: expected a protocol version >= 1");
+			goto fail;
+		}
+		out->version = (int)json_object_get_int64(j);
+		if (out->version != PMC_CTL_VERSION) {
+			rc = pmc_err_set(err, EPROTO,
+					 "reply: the daemon speaks protocol version %d, this client "
+					 "version %d",
+					 out->version, PMC_CTL_VERSION);
+			goto fail;
+		}
+	}
 	if (!json_object_object_get_ex(o, "ok", &ok)) {
 		if (!json_object_object_get_ex(o, "progress", &prog)) {
 			rc = pmc_err_set(err, EPROTO, "reply: neither \"ok\" nor \"progress\"");
@@ -817,7 +847,7 @@ int pmc_ctl_decode_reply(const char *buf, size_t len, struct pmc_ctl_reply *out,
 	}
 	json_object_object_foreach(o, key, val)
 	{
-		if (!strcmp(key, "id") || !strcmp(key, "ok"))
+		if (!strcmp(key, "id") || !strcmp(key, "ok") || !strcmp(key, "v"))
 			continue;
 		if (add(out->payload, key, json_object_get(val))) {
 			rc = pmc_err_set(err, ENOMEM, "reply: out of memory");

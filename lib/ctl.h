@@ -3,11 +3,17 @@
  * own the socket.
  *
  * TRANSPORT
- *   A Unix stream socket (control.socket in the config; root and
- *   control.group may connect). The client writes requests, one JSON object
- *   per line ending in "\n". For each request, in order, the daemon writes
- *   zero or more progress lines and then exactly one final line. Requests
- *   on one connection are served one after the other.
+ *   A Unix stream socket (control.socket in the config). The client writes
+ *   requests, one JSON object per line ending in "\n". For each request, in
+ *   order, the daemon writes zero or more progress lines and then exactly
+ *   one final line. Requests on one connection are served one after the
+ *   other: the next is read once the previous one's final line is queued.
+ *
+ * WHO
+ *   Root and members of control.admin_group may send every request;
+ *   members of control.group only status, stats, get and volume-list (the
+ *   others get EPERM). Any other peer gets one EACCES line and is closed.
+ *   Every mutating request is logged with the caller's uid and pid.
  *
  * LIMITS
  *   A request line is at most PMC_CTL_MAX_LINE (64 KiB) bytes with its
@@ -15,39 +21,48 @@
  *   closes the connection. A reply line is at most PMC_CTL_MAX_REPLY
  *   (4 MiB). Lines are UTF-8 without NUL bytes (not even as \u0000 in a
  *   string). Requests nest no deeper than PMC_CTL_MAX_DEPTH.
+ *   The daemon serves 64 connections at most, the last one kept for root;
+ *   a connection over the limit gets one EBUSY line ("daemon busy") and is
+ *   closed. It stops reading a client that leaves 256 KiB of replies
+ *   unread, drops one that leaves 4.25 MiB, and closes a connection idle
+ *   for control.idle_timeout seconds (unless its request is running).
  *
  * REQUESTS
  *   Every request is an object with "cmd" (string) and optionally "id"
  *   (an integer, or a string of at most PMC_CTL_ID_MAX bytes), which every
  *   reply line to it echoes. Fields not listed for a command are refused.
  *   A volume name is 1 to 63 of A-Z a-z 0-9 . _ - (not "." or "..", not
- *   starting with '-'), as in the config.
+ *   starting with '-'), as in the config. The success reply of each is
+ *   the shape of its name under REPLY SHAPES.
  *
  *   {"cmd":"status"}
- *       -> {"ok":true,"version":"0.1.0","pid":N,"uptime_s":N,
- *           "pmem":{"path":S,"size_bytes":N,"block_size":N,"blocks":N,
- *                   "dirty_blocks":N,"clean_blocks":N,"clean_start":B} or null
- *                   (running without pmem: every volume pass-through),
- *           "volumes":N}
+ *       The daemon, the cache (absent members: running without the pmem,
+ *       every volume pass-through; then "pmem_unavailable" is true) and the
+ *       volumes.
  *   {"cmd":"stats","volume":S?}
- *       -> with volume: {"ok":true,"stats":O}, O as pmc_stats_render_json()
- *          without: {"ok":true,"stats":O (whole cache, "name":""),
- *                    "volumes":[O, ...]}
+ *       Counters of the whole cache ("total") and of each volume, or of the
+ *       one named; objects as pmc_stats_render_json() writes them.
  *   {"cmd":"volume-add","name":S,"disk":S,"mode":S?,"admit_after_misses":N?,
- *    "seq_cutoff":N|S?,"nospace":S?,"ublk_id":N?}
- *       Attach a disk as a new volume; the options are the volume keys of
- *       the config, with the same types, ranges and defaults.
- *       -> {"ok":true,"volume":S,"device":"/dev/ublkbN","ublk_id":N}
+ *    "seq_cutoff":N|S?,"nospace":S?,"ublk_id":N?,"replace_disk":B?,
+ *    "discard_dirty":B?}
+ *       Attach a block device as a new volume; the options are the volume
+ *       keys of the config, with the same types, ranges and defaults. The
+ *       disk must be a block device whose name under /dev matches
+ *       control.allowed_disks (the volume records that name); it is opened
+ *       O_EXCL. Callers other than root are told only that a disk is not
+ *       one they may add, never why. A volume the cache knows attaches only
+ *       to the disk whose identity it recorded; replace_disk records the
+ *       new disk's identity instead and drops the volume's cached blocks
+ *       (refused while it has dirty ones, unless discard_dirty, which needs
+ *       replace_disk). The reply lists every volume.
  *   {"cmd":"volume-remove","name":S,"force":B?}
  *       Write back the volume's dirty data (progress lines), stop its device
- *       and detach it. Refused with EBUSY while the device is open. With
- *       force, a volume whose disk fails write-back is detached anyway; its
- *       dirty data stays in the pmem until the volume is added again.
- *       -> {"ok":true}
+ *       and detach it. Refused with EBUSY while the device is open (force
+ *       or not). With force, a volume whose disk fails write-back is
+ *       detached anyway; its dirty data stays in the pmem until the volume
+ *       is added again.
  *   {"cmd":"volume-list"}
- *       -> {"ok":true,"volumes":[{"name":S,"disk":S,"device":S,"ublk_id":N,
- *           "mode":S,"draining":B,"size_bytes":N,"dirty_blocks":N,
- *           "error":N (sticky disk errno, 0 if none)}, ...]}
+ *       The volumes, as in status.
  *   {"cmd":"set","volume":S?,"key":S,"value":N|S}
  *       Change a key marked PMC_CONFIG_RUNTIME in the config table: a volume
  *       key (mode, admit_after_misses, seq_cutoff, nospace) needs "volume",
@@ -55,34 +70,62 @@
  *       sizes an integer or a string ("1M"), other numbers integers. The
  *       rules between keys (low_pct <= high_pct ...) are the daemon's to
  *       check (pmc_config_check on the changed copy).
- *       -> {"ok":true}
  *   {"cmd":"get","volume":S?,"key":S}
- *       Any key of the table but "volumes"; "volume" as for set.
- *       -> {"ok":true,"key":S,"volume":S (volume keys),"value":N|S}
- *          (words and strings as strings, numbers and sizes as integers)
+ *       Any key of the table but "volumes"; "volume" as for set. Words and
+ *       strings come as strings, numbers and sizes as integers.
  *   {"cmd":"flush","volume":S?}
- *       Write back every dirty block (of one volume, or of all) and wait.
- *       -> progress lines, then {"ok":true}
+ *       Write back every dirty block (of one volume, or of all) and wait;
+ *       progress lines meanwhile.
  *   {"cmd":"shutdown","remove_devices":B?}
- *       -> {"ok":true}; the daemon then finishes the requests in flight,
- *       writes its state and exits. A device in use (mounted, held by
- *       another device, open) is left quiesced: the next daemon takes it
- *       over and the file system on it sees no error. The others are
- *       removed. With remove_devices, refused with EBUSY naming the holder
- *       of a device in use ("volume V: /dev/ublkbN is in use: mounted on
- *       /mnt"); else every device is removed.
+ *       The daemon replies, then finishes the requests in flight, writes
+ *       its state and exits. A device in use (mounted, held by another
+ *       device, open) is left quiesced: the next daemon takes it over and
+ *       the file system on it sees no error. The others are removed. With
+ *       remove_devices, refused with EBUSY naming the holder of a device in
+ *       use ("volume V: /dev/ublkbN is in use: mounted on /mnt"); else
+ *       every device is removed.
+ *
+ *   volume-add, volume-remove and flush run one at a time, off the
+ *   daemon's event loop: the others get EBUSY ("another operation is
+ *   running") meanwhile, and so do set and flush on the volume being added
+ *   or removed. While write-back runs for one, its client gets a progress
+ *   line at least every second.
  *
  * REPLIES
- *   final, success:  {"id":..,"ok":true, payload members...}
- *   final, failure:  {"id":..,"ok":false,"errno":N,"error":"one line"}
- *                    errno is a positive Linux errno: EINVAL (malformed or
- *                    invalid request), EMSGSIZE (line too long), ENOENT (no
- *                    such volume), EEXIST, EBUSY, EIO, ENOSPC...; the error
- *                    names the object and the problem.
- *   progress:        {"id":..,"progress":{"dirty_blocks":N}}
- *   "id" is present iff the request had one (a request too malformed to
- *   read its id gets a reply without one). Clients ignore reply members
- *   they do not know.
+ *   Every line begins with "v", the protocol version (PMC_CTL_VERSION),
+ *   then "id" if the request had one (a request too malformed to read its
+ *   id gets a reply without one). Clients refuse another version and
+ *   ignore members they do not know; everything else below is exact.
+ *     final, failure: errno is a positive Linux errno: EINVAL (malformed or
+ *       invalid request), EMSGSIZE (line too long), EPERM (not allowed for
+ *       the caller), ENOENT (no such volume), EEXIST, EBUSY (daemon busy,
+ *       an operation running, device open), EIO, ENOSPC...; the error names
+ *       the object and the problem in one line.
+ *
+ * REPLY SHAPES (tests/ctlsrv/ctlsrv_stress.c checks every reply of the
+ * daemon against these lines)
+ *   S a string, N an integer >= 0, I any integer, B a boolean, O any
+ *   object, [X] an array of X, X|Y either; a member whose value ends in ?
+ *   may be absent; a NAME in capitals stands for its shape. "v":N and
+ *   "id":I|S? come first in every one.
+ *
+ *   @error {"ok":false,"errno":N,"error":S}
+ *   @progress {"progress":{"dirty_blocks":N}}
+ *   @status {"ok":true,"version":S,"pid":N,"uptime_s":N,"pmem":S,"uuid":S?,
+ *       "block_size":N?,"nr_blocks":N?,"dirty_blocks":N?,"clean_blocks":N?,
+ *       "counts_valid":B?,"last_restart":S?,"boot_epoch":N?,
+ *       "store_granularity":S?,"pmem_unavailable":B?,"volumes":[VOLUME]}
+ *   @VOLUME {"name":S,"disk":S,"disk_id":S,"device":S,"mode":S,"draining":B,
+ *       "size_bytes":N,"dirty_blocks":N,"clean_blocks":N,
+ *       "oldest_dirty_age_ms":N,"error":N,"error_text":S,"recovered":B}
+ *   @stats {"ok":true,"total":O,"volumes":[O]}
+ *   @volume-add {"ok":true,"volumes":[VOLUME]}
+ *   @volume-remove {"ok":true}
+ *   @volume-list {"ok":true,"volumes":[VOLUME]}
+ *   @set {"ok":true}
+ *   @get {"ok":true,"key":S,"volume":S?,"value":I|S}
+ *   @flush {"ok":true}
+ *   @shutdown {"ok":true}
  */
 #ifndef PMC_CTL_H
 #define PMC_CTL_H
@@ -95,6 +138,7 @@
 
 struct json_object;
 
+#define PMC_CTL_VERSION 1	      /* "v" of every reply */
 #define PMC_CTL_MAX_LINE (64u * 1024) /* bytes of a request line, with its newline */
 #define PMC_CTL_MAX_REPLY (4u << 20)  /* bytes of a reply line, with its newline */
 #define PMC_CTL_MAX_DEPTH 8	      /* of a request's JSON nesting */
@@ -139,6 +183,7 @@ struct pmc_ctl_req {
 	struct pmc_config_volume add;
 	int force;			  /* volume-remove */
 	int remove_devices;		  /* shutdown */
+	int replace_disk, discard_dirty;  /* volume-add */
 	const struct pmc_config_key *key; /* set, get: an entry of pmc_config_table */
 	int64_t value;			  /* set: the number, or a word's index */
 };
@@ -179,6 +224,7 @@ enum pmc_ctl_reply_kind {
 
 struct pmc_ctl_reply {
 	enum pmc_ctl_reply_kind kind;
+	int version;		       /* "v"; 0: a reply without one (a daemon before protocol 1) */
 	struct pmc_ctl_id id;
 	int errnum;		       /* ERROR: positive errno */
 	char error[PMC_CTL_ERROR_MAX]; /* ERROR: the message, maybe truncated */

@@ -13,6 +13,7 @@
 #include "ring.h"
 
 struct pmc_disk;
+struct pmc_disk_id;
 
 struct pmc_disk_ops {
 	/* required: start io; the default is pmc_ring_submit_raw() */
@@ -20,6 +21,10 @@ struct pmc_disk_ops {
 	/* optional: see each raw completion first and return the result to use
 	 * (bytes or -errno): a smaller count makes a short transfer */
 	int (*complete)(struct pmc_disk *d, struct pmc_io *io, int res);
+	/* optional: the disk's identity (diskid.h), 0 or -errno; the default
+	 * reads it from the device. Tests that recover onto a copy of a disk
+	 * image say that it stands for the original. Called at attach. */
+	int (*identify)(struct pmc_disk *d, struct pmc_disk_id *id, struct pmc_err *err);
 };
 
 struct pmc_disk {

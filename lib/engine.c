@@ -69,8 +69,10 @@
 #include <limits.h>
 
 #include "cache_internal.h"
+#include "diskid.h"
 #include "engine.h"
 #include "log.h"
+#include "poison.h"
 #include "ring.h"
 #include "state.h"
 #include "stats.h"
@@ -223,6 +225,8 @@ struct pmc_queue {
 	struct pmc_queue *next;
 };
 
+void (*pmc_test_wb_pinned)(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n);
+
 /* --- small helpers --- */
 
 const char *pmc_mode_name(enum pmc_mode m)
@@ -350,6 +354,8 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 	}
 	if (c && c->rdonly)
 		return pmc_err_set(err, EROFS, "engine: the cache is open read-only");
+	if (c && pmc_poison_init())
+		return pmc_err_set(err, errno, "engine: cannot install the SIGBUS handler");
 	if (c && c->block_size != 4096)
 		return pmc_err_set(err, EINVAL,
 				   "engine: cache block size %u; the engine serves 4 KiB blocks only",
@@ -570,6 +576,13 @@ static void state_mark_clean(struct pmc_engine *e)
 int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
 		      const struct pmc_volume_conf *vc, uint32_t *vol, struct pmc_err *err)
 {
+	return pmc_engine_attach_flags(e, name, disk, vc, 0, vol, err);
+}
+
+int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
+			    const struct pmc_volume_conf *vc, unsigned flags, uint32_t *vol,
+			    struct pmc_err *err)
+{
 	struct pmc_volume_conf def, pt = {.mode = PMC_MODE_PASS_THROUGH,
 					  .nospace = PMC_NOSPACE_AROUND};
 	struct pmc_volume_info vi;
@@ -600,6 +613,13 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 	} else if (pmc_cache_volume_find(e->c, name, &slot) == 0) {
 		struct pmc_cache_info ci;
 
+		/* the disk must be the one the volume's data belongs to (diskid.c),
+		 * checked first: another disk is refused as such, whatever its size */
+		rc = e->vols[slot].disk ? 0 : pmc_disk_id_attach(e->c, slot, name, disk, flags, err);
+		if (rc) {
+			pthread_mutex_unlock(&e->lock);
+			return rc;
+		}
 		pmc_cache_get_info(e->c, &ci);
 		clean_stop = ci.was_clean;
 		pmc_cache_volume_info(e->c, slot, &vi);
@@ -613,7 +633,7 @@ int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *d
 	} else {
 		uint64_t size = disk->size / e->bs * e->bs;
 
-		rc = pmc_cache_volume_add(e->c, name, disk->path, size, &slot, err);
+		rc = pmc_disk_id_volume_add(e->c, name, disk, size, &slot, err);
 		if (rc) {
 			pthread_mutex_unlock(&e->lock);
 			return rc;
@@ -863,6 +883,66 @@ static void volume_failed(struct pmc_engine *e, uint32_t vol, int res, const cha
 			    e->vols[vol].name, v->disk->path, what, strerror(-res));
 }
 
+/* --- pmem media errors (poison.h) --- */
+
+/* blk of (vol, lba) is poisoned: quarantine it; a dirty one's loss is the
+ * volume's sticky error, logged with the block */
+static void media_error(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t blk)
+{
+	struct pmc_evol *v = &e->vols[vol];
+	enum pmc_block_state was = PMC_BLK_FREE;
+	int zero = 0;
+
+	if (pmc_cache_quarantine(e->c, vol, lba, blk, &was))
+		return; /* no longer this block's copy */
+	if (was == PMC_BLK_CLEAN) {
+		pmc_log_ratelimited(&v->rl, LOG_WARNING,
+				    "volume %s: block %" PRIu64 ": pmem media error in cache block "
+				    "%" PRIu64 "; clean copy dropped, the block is retired",
+				    v->name, lba, blk);
+		return;
+	}
+	atomic_compare_exchange_strong(&v->error, &zero, EIO);
+	pmc_log_ratelimited(&v->rl, LOG_ERR,
+			    "volume %s: block %" PRIu64 " (bytes %" PRIu64 "+%u): pmem media error "
+			    "in cache block %" PRIu64 ": its dirty data is lost; reads of it fail "
+			    "with EIO until it is written again",
+			    v->name, lba, lba * e->bs, e->bs, blk);
+}
+
+/* copy a cached block out for a read: -EIO for a LOST block or a poisoned
+ * one (then quarantined), never the disk's older data */
+static int hit_copy(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t blk,
+		    enum pmc_block_state st, void *dst)
+{
+	if (st == PMC_BLK_LOST) {
+		int zero = 0;
+
+		atomic_compare_exchange_strong(&e->vols[vol].error, &zero, EIO);
+		return -EIO;
+	}
+	if (pmc_poison_copy(dst, pmc_cache_block_data(e->c, blk), e->bs) == 0)
+		return 0;
+	media_error(e, vol, lba, blk);
+	return -EIO;
+}
+
+/* a failed disk write from pmem blocks: which of them are poisoned (the
+ * kernel could not read them)? Quarantines those; returns their count */
+static unsigned write_poisoned(struct pmc_engine *e, uint32_t vol, uint64_t lba,
+			       const uint64_t *blk, uint32_t n)
+{
+	unsigned bad = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (pmc_poison_probe(pmc_cache_block_data(e->c, blk[i]), e->bs) == 0)
+			continue;
+		media_error(e, vol, lba + i, blk[i]);
+		bad++;
+	}
+	return bad;
+}
+
 /* --- queues --- */
 
 static void ctx_free_arrays(struct pmc_req_ctx *x)
@@ -1099,7 +1179,9 @@ static void read_io_done(struct pmc_io *io, int res)
 		if (res == 0) {
 			/* -EEXIST/-ESTALE: a write got there first; the block is dropped */
 			pmc_cache_publish_fill(e->c, req->vol, x->lba + i, blk, x->snap[i]);
-			memcpy(x->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk), e->bs);
+			if (hit_copy(e, req->vol, x->lba + i, blk, PMC_BLK_CLEAN,
+				     x->buf + (size_t)i * e->bs))
+				set_res(x, -EIO);
 		}
 		pmc_cache_unpin(e->c, blk);
 		x->blk[i] = NO_BLK;
@@ -1217,16 +1299,33 @@ static void ucopy_read_hits(struct pmc_req_ctx *x, uint32_t hits)
 	struct pmc_req *req = x->req;
 	int rc = 0;
 
-	if (hits == x->n)
+	int direct = hits == x->n && !x->res;
+
+	if (direct) {
 		rc = ucopy_rw(req->ucopy_fd, x->iov, x->n, req->ucopy_off, 1);
-	else
+		if (rc == -EFAULT || rc == -EIO) {
+			/* the kernel could not read the pmem: quarantine what is
+			 * poisoned; the read fails either way */
+			for (uint32_t i = 0; i < x->n; i++) {
+				uint64_t blk = x->blk[i] & ~UCOPY_HIT;
+
+				if (pmc_poison_probe(pmc_cache_block_data(e->c, blk), e->bs))
+					media_error(e, req->vol, x->lba + i, blk);
+			}
+			rc = -EIO;
+		}
+	} else {
 		rc = ucopy_bounce(x);
+	}
 	for (uint32_t i = 0; i < x->n; i++) {
+		uint64_t blk = x->blk[i] & ~UCOPY_HIT;
+
 		if (x->blk[i] == NO_BLK || !(x->blk[i] & UCOPY_HIT))
 			continue;
-		if (hits != x->n && rc == 0)
-			memcpy(x->buf + (size_t)i * e->bs, x->iov[i].iov_base, e->bs);
-		pmc_cache_unpin(e->c, x->blk[i] & ~UCOPY_HIT);
+		if (!direct && rc == 0 &&
+		    hit_copy(e, req->vol, x->lba + i, blk, PMC_BLK_CLEAN, x->buf + (size_t)i * e->bs))
+			rc = -EIO;
+		pmc_cache_unpin(e->c, blk);
 		x->blk[i] = HIT_BLK;
 	}
 	if (rc)
@@ -1265,16 +1364,21 @@ static void start_read(struct pmc_req_ctx *x)
 		 * after the miss was seen (even one written back and evicted
 		 * since) then keeps the fill out */
 		x->snap[i] = pmc_cache_fill_seq(e->c, req->vol, x->lba + i);
-		if (pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, NULL) == 0) {
+		enum pmc_block_state bst;
+
+		if (pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, &bst) == 0) {
 			hits++;
-			if (!x->buf) {
+			if (!x->buf && bst != PMC_BLK_LOST) {
 				/* user copy: kept pinned, sent out below */
 				x->iov[i].iov_base = pmc_cache_block_data(e->c, blk);
 				x->iov[i].iov_len = e->bs;
 				x->blk[i] = blk | UCOPY_HIT;
 				continue;
 			}
-			memcpy(x->buf + (size_t)i * e->bs, pmc_cache_block_data(e->c, blk), e->bs);
+			/* a LOST block fails the read whatever the copy path */
+			if (hit_copy(e, req->vol, x->lba + i, blk, bst,
+				     x->buf ? x->buf + (size_t)i * e->bs : NULL))
+				set_res(x, -EIO);
 			pmc_cache_unpin(e->c, blk);
 			x->blk[i] = HIT_BLK;
 		}
@@ -2265,6 +2369,9 @@ static void wb_done(struct pmc_io *io, int res)
 	struct pmc_evol *v = &e->vols[w->vol];
 	struct pmc_vol_stats *st = &w->q->stats[w->vol];
 
+	/* a source the kernel could not read: quarantined, not a disk error */
+	if (res < 0 && write_poisoned(e, w->vol, w->lba, w->blk, w->n))
+		res = 1;
 	for (uint32_t i = 0; i < w->n; i++) {
 		if (res == 0)
 			pmc_cache_mark_clean(e->c, w->vol, w->lba + i, w->blk[i]);
@@ -2278,7 +2385,10 @@ static void wb_done(struct pmc_io *io, int res)
 	pthread_mutex_unlock(&e->dw_lock);
 	/* any queue may run write-back: its state is under wb_lock */
 	pthread_mutex_lock(&e->wb_lock);
-	if (res == 0) {
+	if (res > 0) {
+		/* poisoned source: nothing marked clean, the rest is written
+		 * back again; no disk error, no back-off */
+	} else if (res == 0) {
 		STAT_ADD(st, wb_ios, 1);
 		STAT_ADD(st, wb_blocks, w->n);
 		STAT_ADD(st, wb_bytes, (uint64_t)w->n * e->bs);
@@ -2529,6 +2639,8 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 			if (i < n && e->items[i].vol == vol && e->items[i].lba == lba + w->n - 1)
 				i++;
 		}
+		if (pmc_test_wb_pinned)
+			pmc_test_wb_pinned(e, vol, lba, w->n);
 		if (wb_claim(e, w)) {
 			for (uint32_t k = 0; k < w->n; k++)
 				pmc_cache_unpin(e->c, w->blk[k]);

@@ -86,6 +86,11 @@ void pmc_engine_destroy(struct pmc_engine *e);
  */
 int pmc_engine_attach(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
 		      const struct pmc_volume_conf *vc, uint32_t *vol, struct pmc_err *err);
+/* ... checking the disk's identity against the one the cache recorded for
+ * the volume (diskid.h: PMC_ATTACH_* flags replace it) */
+int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
+			    const struct pmc_volume_conf *vc, unsigned flags, uint32_t *vol,
+			    struct pmc_err *err);
 /*
  * Stop serving vol: its requests must all have completed (its device is
  * stopped). Closes its disk; the volume stays in the cache (its dirty data

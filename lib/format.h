@@ -1,4 +1,4 @@
-/* format.h - on-pmem format v1: every on-media struct, with the offsets
+/* format.h - on-pmem format v1.1: every on-media struct, with the offsets
  * lib/FORMAT.md documents. Fixed-width little-endian fields, explicit
  * padding, reserved bytes zero; no bool, enum, pointer, size_t or
  * bit-field. Change this file and FORMAT.md in the same commit.
@@ -15,11 +15,15 @@
 
 #define PMC_SB_MAGIC 0x3165686361636d70ull /* the bytes "pmcache1" */
 #define PMC_FORMAT_MAJOR 1u
-#define PMC_FORMAT_MINOR 0u
+#define PMC_FORMAT_MINOR 1u
 
-/* feature masks: none defined in v1 */
+/* feature masks. 1.1 adds two read-only compatible features: a build that
+ * does not know them may read the cache but must not write it (it would
+ * store volume slots without a disk identity, or free quarantined blocks) */
+#define PMC_FEAT_RO_COMPAT_DISK_ID (UINT64_C(1) << 0)    /* volume slot layout 1.1 */
+#define PMC_FEAT_RO_COMPAT_QUARANTINE (UINT64_C(1) << 1) /* LOST and BAD blocks */
 #define PMC_FEAT_COMPAT_KNOWN UINT64_C(0)
-#define PMC_FEAT_RO_COMPAT_KNOWN UINT64_C(0)
+#define PMC_FEAT_RO_COMPAT_KNOWN (PMC_FEAT_RO_COMPAT_DISK_ID | PMC_FEAT_RO_COMPAT_QUARANTINE)
 #define PMC_FEAT_INCOMPAT_KNOWN UINT64_C(0)
 
 /* region map */
@@ -55,7 +59,9 @@ struct pmc_sb {
 	uint64_t open_time_ns;	 /* 152 CLOCK_REALTIME at the last open/close */
 	uint64_t clean_nr_dirty; /* 160 linked dirty blocks at clean close */
 	uint64_t clean_nr_clean; /* 168 linked clean blocks at clean close */
-	uint8_t reserved[328];	 /* 176 zero */
+	uint64_t pmem_usc;	 /* 176 unsafe shutdown count at the last open (1.1) */
+	char pmem_id[64];	 /* 184 device id of the namespace, NUL-padded; "" none (1.1) */
+	uint8_t reserved[256];	 /* 248 zero */
 	uint32_t csum;		 /* 504 crc32 of bytes 0..503 */
 	uint32_t reserved1;	 /* 508 zero */
 };
@@ -73,8 +79,13 @@ struct pmc_vol {
 	uint64_t add_time_ns;	 /*  16 CLOCK_REALTIME at add */
 	uint8_t uuid[16];	 /*  24 volume uuid */
 	char name[64];		 /*  40 NUL-terminated, NUL-padded */
-	char disk[128];		 /* 104 backing disk as configured, NUL-padded */
-	uint32_t csum;		 /* 232 crc32 of bytes 8..231 */
+	char disk[64];		 /* 104 backing disk as configured, NUL-padded; 64
+				  * bytes without a NUL: truncated (1.0: 128 bytes) */
+	/* 1.1: the backing disk's identity; all zero = not recorded */
+	uint64_t disk_bytes;	 /* 168 size of the disk when recorded */
+	char disk_id[52];	 /* 176 identity text, NUL-terminated (diskid.c) */
+	uint32_t id_csum;	 /* 228 crc32 of bytes 168..227 */
+	uint32_t csum;		 /* 232 crc32 of bytes 8..167 (1.0: 8..231) */
 	uint32_t reserved0;	 /* 236 zero */
 	uint64_t clean_nr_dirty; /* 240 at clean close; valid if sb.clean */
 	uint64_t clean_nr_clean; /* 248 at clean close; valid if sb.clean */
@@ -133,7 +144,9 @@ PMC_ASSERT_OFF(pmc_sb, format_time_ns, 144);
 PMC_ASSERT_OFF(pmc_sb, open_time_ns, 152);
 PMC_ASSERT_OFF(pmc_sb, clean_nr_dirty, 160);
 PMC_ASSERT_OFF(pmc_sb, clean_nr_clean, 168);
-PMC_ASSERT_OFF(pmc_sb, reserved, 176);
+PMC_ASSERT_OFF(pmc_sb, pmem_usc, 176);
+PMC_ASSERT_OFF(pmc_sb, pmem_id, 184);
+PMC_ASSERT_OFF(pmc_sb, reserved, 248);
 PMC_ASSERT_OFF(pmc_sb, csum, 504);
 PMC_ASSERT_OFF(pmc_sb, reserved1, 508);
 
@@ -144,6 +157,9 @@ PMC_ASSERT_OFF(pmc_vol, add_time_ns, 16);
 PMC_ASSERT_OFF(pmc_vol, uuid, 24);
 PMC_ASSERT_OFF(pmc_vol, name, 40);
 PMC_ASSERT_OFF(pmc_vol, disk, 104);
+PMC_ASSERT_OFF(pmc_vol, disk_bytes, 168);
+PMC_ASSERT_OFF(pmc_vol, disk_id, 176);
+PMC_ASSERT_OFF(pmc_vol, id_csum, 228);
 PMC_ASSERT_OFF(pmc_vol, csum, 232);
 PMC_ASSERT_OFF(pmc_vol, reserved0, 236);
 PMC_ASSERT_OFF(pmc_vol, clean_nr_dirty, 240);

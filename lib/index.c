@@ -42,7 +42,7 @@ int pmc_desc_live(const struct pmc_cache *c, const struct pmc_desc *d)
 	uint64_t st = pmc_load64(&d->state) & 0xff;
 	uint64_t gs;
 
-	if (st != PMC_BLK_CLEAN && st != PMC_BLK_DIRTY)
+	if (st != PMC_BLK_CLEAN && st != PMC_BLK_DIRTY && st != PMC_BLK_LOST)
 		return 0;
 	if (d->vol >= c->max_volumes)
 		return 0;
@@ -199,7 +199,9 @@ static int publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk
 	if (old != PMC_BLK_NONE) {
 		uint64_t ost = pmc_load64(&c->descs[old].state) & 0xff;
 
-		pmc_pmem_store8(pm, &c->descs[old].state, PMC_BLK_FREE);
+		/* a LOST block's media is bad: retired (BAD), never reused */
+		pmc_pmem_store8(pm, &c->descs[old].state,
+				ost == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
 		pmc_pmem_flush(pm, &c->descs[old].state, sizeof(uint64_t));
 		pmc_count_adj(c, s, vol, ost, -1);
 		pmc_dirty_mark(c, old, 0);
@@ -369,7 +371,9 @@ static void publish_batch(struct pmc_cache *c, uint32_t vol, uint32_t gen, const
 		if (old[i] != PMC_BLK_NONE) {
 			uint64_t ost = pmc_load64(&c->descs[old[i]].state) & 0xff;
 
-			pmc_pmem_store8(pm, &c->descs[old[i]].state, PMC_BLK_FREE);
+			/* a LOST block's media is bad: retired (BAD), never reused */
+			pmc_pmem_store8(pm, &c->descs[old[i]].state,
+					ost == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
 			pmc_pmem_flush(pm, &c->descs[old[i]].state, sizeof(uint64_t));
 			pmc_count_adj(c, s, vol, ost, -1);
 			pmc_dirty_mark(c, old[i], 0);
@@ -549,7 +553,9 @@ static int invalidate_batch(struct pmc_cache *c, uint32_t vol, uint64_t lba, uin
 			struct pmc_desc *d = &c->descs[gone[i]];
 			uint64_t st = pmc_load64(&d->state) & 0xff;
 
-			pmc_pmem_store8(c->pm, &d->state, PMC_BLK_FREE);
+			/* a LOST block's media is bad: retired, never reused */
+			pmc_pmem_store8(c->pm, &d->state,
+					st == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
 			pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
 			pmc_count_adj(c, s, vol, st, -1);
 			pmc_dirty_mark(c, gone[i], 0);
@@ -596,7 +602,7 @@ void pmc_cache_recount(struct pmc_cache *c)
 							atomic_fetch_add(&c->vrt[d->vol].nr_dirty, 1);
 							atomic_fetch_add(&c->tot_dirty, 1);
 						}
-						else
+						else if (st == PMC_BLK_CLEAN)
 							atomic_fetch_add(&c->vrt[d->vol].nr_clean, 1);
 					}
 					v = pmc_load64(&d->next);

@@ -173,6 +173,18 @@ int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
 		goto err_source;
 	}
 
+	/* media health, best effort: a file has neither */
+	{
+		size_t idlen = 0;
+
+		if (pmem2_source_device_usc(pm->src, &pm->usc) == 0 &&
+		    pmem2_source_device_id(pm->src, NULL, &idlen) == 0 && idlen > 1 &&
+		    idlen <= sizeof(pm->dev_id) &&
+		    pmem2_source_device_id(pm->src, pm->dev_id, &idlen) == 0)
+			pm->usc_valid = 1;
+		else
+			pm->dev_id[0] = '\0';
+	}
 	pm->base = pmem2_map_get_address(pm->map);
 	pm->size = pmem2_map_get_size(pm->map);
 	switch (pmem2_map_get_store_granularity(pm->map)) {

@@ -56,6 +56,12 @@ struct pmc_pmem {
 	struct pmem2_map *map;
 	struct pmem2_source *src;
 	int fd;
+	/* the namespace's unsafe shutdown count and device id, read at open
+	 * (libpmem2); usc_valid 0 when the device does not report them (a
+	 * file) */
+	uint64_t usc;
+	int usc_valid;
+	char dev_id[64];
 };
 
 /*

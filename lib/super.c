@@ -55,7 +55,19 @@ uint32_t pmc_sb_csum(const struct pmc_sb *sb)
 uint32_t pmc_vol_csum(const struct pmc_vol *v)
 {
 	return crc((const char *)v + offsetof(struct pmc_vol, size_bytes),
+		   offsetof(struct pmc_vol, disk_bytes) - offsetof(struct pmc_vol, size_bytes));
+}
+
+uint32_t pmc_vol_csum_v10(const struct pmc_vol *v)
+{
+	return crc((const char *)v + offsetof(struct pmc_vol, size_bytes),
 		   offsetof(struct pmc_vol, csum) - offsetof(struct pmc_vol, size_bytes));
+}
+
+uint32_t pmc_vol_id_csum(const struct pmc_vol *v)
+{
+	return crc((const char *)v + offsetof(struct pmc_vol, disk_bytes),
+		   offsetof(struct pmc_vol, id_csum) - offsetof(struct pmc_vol, disk_bytes));
 }
 
 uint32_t pmc_desc_csum(const struct pmc_desc *d)

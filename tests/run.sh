@@ -4,7 +4,9 @@
 # Installs the Debian packages in tests/packages.txt that are missing (as
 # root, with apt-get), then builds and runs, each in its own directory
 # under build/:
-#   build/asan   ASan+UBSan build: ctest labels unit, crash, fuzz
+#   build/asan   ASan+UBSan build: ctest labels unit, crash, fuzz; then
+#                label mutants (tests/mutants: every kept mutant must be
+#                caught; builds its own plain copy in build/asan/mutants)
 #   build/tsan   ThreadSanitizer build: the concurrency tests
 #   build/fuzz   clang libFuzzer build: a short fuzzing pass per target
 #   build/vm     plain build: ctest label vm (the qemu guest)
@@ -63,6 +65,9 @@ install_packages
 say "ASan+UBSan: unit, crash, fuzz (corpus replay)"
 build asan -DPMC_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ctest --test-dir "$top/build/asan" -L 'unit|crash|fuzz' --output-on-failure
+
+say "mutants: each kept mutant of the data-safety code must be caught"
+ctest --test-dir "$top/build/asan" -L mutants --output-on-failure
 
 say "ThreadSanitizer: concurrency"
 build tsan -DPMC_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -612,12 +612,13 @@ static void core_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: pmcache-bench core [--dir DIR] [--sizes SMALL,LARGE] [--reps N]\n"
-		"                          [--block-size BYTES] [--settle-ms MS]\n"
+		"                          [--block-size BYTES] [--settle-ms MS] [--writeback-only]\n"
 		"  --dir DIR          where the pmem files go (default /dev/shm); must hold LARGE\n"
 		"  --sizes S,L        the two cache sizes, suffix k/m/g (default 1g,8g)\n"
 		"  --reps N           repetitions of each restart, median printed (default 7)\n"
 		"  --block-size B     cache block size in bytes (default 4096)\n"
-		"  --settle-ms MS     idle pause before each timed restart (default 100)\n");
+		"  --settle-ms MS     idle pause before each timed restart (default 100)\n"
+		"  --writeback-only   only the write-back figures (writeback_s_*, writeback_ratio_*)\n");
 }
 
 int bench_core(int argc, char **argv)
@@ -628,6 +629,7 @@ int bench_core(int argc, char **argv)
 		{"reps", required_argument, NULL, 'r'},
 		{"block-size", required_argument, NULL, 'b'},
 		{"settle-ms", required_argument, NULL, 'p'},
+		{"writeback-only", no_argument, NULL, 'w'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -643,7 +645,7 @@ int bench_core(int argc, char **argv)
 	char name[96], *comma;
 	uint64_t v;
 	double blocks_diff;
-	int opt, is_tmpfs = 0;
+	int opt, is_tmpfs = 0, wb_only = 0;
 
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", lopts, NULL)) != -1) {
@@ -688,6 +690,9 @@ int bench_core(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'w':
+			wb_only = 1;
+			break;
 		case 'h':
 			core_usage(stdout);
 			return 0;
@@ -720,6 +725,8 @@ int bench_core(int argc, char **argv)
 	       sz[0].tag, sz[1].tag, o.settle_ms);
 	fflush(stdout);
 
+	if (wb_only)
+		goto writeback;
 	for (int i = 0; i < 2; i++)
 		if (run_size(&o, &sz[i]))
 			return 1;
@@ -740,6 +747,7 @@ int bench_core(int argc, char **argv)
 
 	/* write-back of the same 64 MiB of scattered dirty blocks in a cache
 	 * otherwise full of clean ones, at both sizes, through the engine */
+writeback:
 	for (int i = 0; i < 2; i++) {
 		char msg[PMC_ERR_MSG_MAX + 64];
 		uint64_t blocks, ios;

@@ -39,6 +39,19 @@ int main(void)
 	T_EQ(a.cmd, PMC_CLI_VOLUME_LIST);
 	T_TRUE(!strcmp(a.socket, "/tmp/y.sock"));
 
+	/* --timeout: 30 s unless given; 0 waits forever */
+	T_TRUE(a.timeout_s == PMC_CLI_TIMEOUT_S);
+	T_OK(P("--timeout", "2.5", "status"));
+	T_TRUE(a.timeout_s == 2.5);
+	T_OK(P("status", "-t", "0"));
+	T_TRUE(a.timeout_s == 0);
+	T_OK(P("--timeout=600", "flush"));
+	T_TRUE(a.timeout_s == 600);
+	T_ERR(P("--timeout", "-1", "status"), EINVAL, "--timeout: expects seconds");
+	T_ERR(P("--timeout=0.01", "status"), EINVAL, "--timeout: expects seconds");
+	T_ERR(P("--timeout=1e9", "status"), EINVAL, "--timeout: expects seconds");
+	T_ERR(P("status", "--timeout"), EINVAL, "needs a value");
+
 	T_OK(P("stats", "vol0", "--watch=0.5", "-n", "3"));
 	T_EQ(a.cmd, PMC_CLI_STATS);
 	T_TRUE(a.watch && a.interval_s == 0.5 && a.count == 3 && !strcmp(a.volume, "vol0"));

@@ -1,7 +1,8 @@
 /* test_cli_fake.c PMCACHECTL - pmcachectl against a fake daemon on a Unix
  * socket (lib/ctl.c's codec on both sides): flush draws a progress bar on a
  * terminal (a pty) and prints plain lines otherwise, error replies map to
- * the documented exit codes with one line on stderr, and status renders. */
+ * the documented exit codes with one line on stderr, status renders, a
+ * silent daemon ends with --timeout, and a full one is reported busy. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pty.h>
@@ -9,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -50,7 +52,8 @@ static void serve_conn(int fd)
 					"\"nr_blocks\":1000,\"dirty_blocks\":100,\"clean_blocks\":50,"
 					"\"counts_valid\":true,\"last_restart\":\"clean\",\"boot_epoch\":3,"
 					"\"store_granularity\":\"cache-line\",\"volumes\":[{\"name\":\"v0\","
-					"\"disk\":\"/dev/nvme0n1\",\"device\":\"/dev/ublkb0\",\"ublk_id\":0,"
+					"\"disk\":\"/dev/nvme0n1\",\"disk_id\":\"nvme.sn-S123-ns1\","
+					"\"device\":\"/dev/ublkb0\",\"ublk_id\":0,"
 					"\"mode\":\"write-back\",\"draining\":false,\"size_bytes\":1073741824,"
 					"\"dirty_blocks\":100,\"clean_blocks\":50,\"error\":5,"
 					"\"error_text\":\"Input/output error\",\"recovered\":false}]}");
@@ -62,6 +65,17 @@ static void serve_conn(int fd)
 				put(fd, pmc_ctl_reply_progress(&r.id, 40));
 				put(fd, pmc_ctl_reply_progress(&r.id, 0));
 				put(fd, pmc_ctl_reply_ok(&r.id, NULL));
+			} else if (r.cmd == PMC_CTL_GET && !strcmp(r.key->key, "queues.count")) {
+				/* a daemon that says nothing */
+			} else if (r.cmd == PMC_CTL_GET && !strcmp(r.key->key, "queues.depth")) {
+				/* every connection taken: one line, then close */
+				put(fd, pmc_ctl_reply_error(NULL, EBUSY,
+							    "daemon busy: 64 control connections open"));
+				close(fd);
+				return;
+			} else if (r.cmd == PMC_CTL_GET && !strcmp(r.key->key, "writeback.high_pct")) {
+				close(fd);
+				return;
 			} else if (r.cmd == PMC_CTL_VOLUME_REMOVE) {
 				put(fd, pmc_ctl_reply_error(&r.id, EBUSY,
 							    "volume v0: /dev/ublkb0 is in use"));
@@ -173,11 +187,31 @@ int main(int argc, char **argv)
 
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 0);
 	T_TRUE(strstr(out, "dirty 400 KiB (10.0%), clean 200 KiB (5.0%)"));
-	T_TRUE(strstr(out, "v0      write-back  failed  /dev/ublkb0  /dev/nvme0n1  1.00 GiB"));
+	T_TRUE(strstr(out, "v0      write-back  failed  /dev/ublkb0  /dev/nvme0n1  nvme.sn-S123-ns1  "
+			   "1.00 GiB"));
 	T_TRUE(strstr(out, "Input/output error"));
 
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "get", "log.level", NULL), 1);
 	T_TRUE(strstr(err, "not in the fake"));
+
+	/* --timeout: a silent daemon */
+	{
+		uint64_t t0 = (uint64_t)time(NULL);
+
+		T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--timeout=1", "get",
+			 "queues.count"),
+		     1);
+		T_TRUE(strstr(err, "no word from the daemon for 1 s (--timeout"));
+		T_TRUE((uint64_t)time(NULL) - t0 <= 5);
+	}
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--timeout", "x", "status"), 2);
+	/* a full daemon is busy, not absent */
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "get", "queues.depth", NULL), 6);
+	T_TRUE(strstr(err, "daemon busy") && !strstr(err, "not running"));
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "get", "writeback.high_pct", NULL),
+	     1);
+	T_TRUE(strstr(err, "closed the connection without a reply") &&
+	       !strstr(err, "not running"));
 
 	kill(srv, SIGKILL);
 	waitpid(srv, NULL, 0);

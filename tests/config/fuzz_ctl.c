@@ -101,7 +101,8 @@ static int id_equal(const struct pmc_ctl_id *a, const struct pmc_ctl_id *b)
 static int req_equal(const struct pmc_ctl_req *a, const struct pmc_ctl_req *b)
 {
 	if (a->cmd != b->cmd || !id_equal(&a->id, &b->id) || strcmp(a->volume, b->volume) ||
-	    a->force != b->force || a->key != b->key || a->value != b->value)
+	    a->force != b->force || a->key != b->key || a->value != b->value ||
+	    a->replace_disk != b->replace_disk || a->discard_dirty != b->discard_dirty)
 		return 0;
 	if (a->cmd != PMC_CTL_VOLUME_ADD)
 		return 1;

@@ -523,6 +523,40 @@ static void test_errors(void)
 	BAD(PMEM "volumes = (\n { name = \"db\";\n disk = \"/dev/dax0.0\"; }\n);\n", EINVAL,
 	    NAME ":4: volumes.[0].disk: \"/dev/dax0.0\" is also pmem.path");
 
+	/* two paths of one disk (a link and its target; a by-id link and
+	 * /dev/nvme0n1 alike): compared by the kernel's identity, not by string */
+	{
+		char dir[] = "/tmp/pmc-cfgXXXXXX", disk[64], link[64], text[512], want[400];
+		int fd;
+
+		T_TRUE(mkdtemp(dir));
+		snprintf(disk, sizeof(disk), "%s/disk", dir);
+		snprintf(link, sizeof(link), "%s/by-id-link", dir);
+		fd = open(disk, O_CREAT | O_RDWR, 0600);
+		T_TRUE(fd >= 0);
+		close(fd);
+		T_TRUE(symlink(disk, link) == 0);
+		snprintf(text, sizeof(text),
+			 PMEM "volumes = (\n { name = \"a\"; disk = \"%s\"; },\n"
+			      " { name = \"b\";\n   disk = \"%s\"; }\n);\n",
+			 disk, link);
+		snprintf(want, sizeof(want),
+			 NAME ":5: volumes: \"%s\" and \"%s\" are the same disk (volumes \"a\" "
+			      "and \"b\")",
+			 link, disk);
+		BAD(text, EEXIST, want);
+		snprintf(text, sizeof(text),
+			 "pmem = { path = \"%s\"; };\nvolumes = (\n { name = \"a\";\n"
+			 " disk = \"%s\"; }\n);\n",
+			 disk, link);
+		snprintf(want, sizeof(want), NAME ":4: volumes.[0].disk: \"%s\" is also pmem.path",
+			 link);
+		BAD(text, EINVAL, want);
+		unlink(link);
+		unlink(disk);
+		rmdir(dir);
+	}
+
 	/* rules between keys: the message blames the key set in the file */
 	BAD(PMEM "writeback = {\n high_pct = 40;\n low_pct = 60;\n};\n" VOL1, EINVAL,
 	    NAME ":4: writeback.low_pct: 60 is above writeback.high_pct (40)");

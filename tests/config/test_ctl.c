@@ -505,7 +505,7 @@ static void test_replies(void)
 	char *s;
 
 	s = pmc_ctl_reply_ok(NULL, NULL);
-	EXPECT_LINE(s, "{\"ok\":true}\n");
+	EXPECT_LINE(s, "{\"v\":1,\"ok\":true}\n");
 	T_OK(pmc_ctl_decode_reply(s, strlen(s), &rep, &err));
 	T_EQ(rep.kind, PMC_CTL_REPLY_OK);
 	T_EQ(rep.id.kind, PMC_CTL_ID_NONE);
@@ -520,7 +520,7 @@ static void test_replies(void)
 	json_object_object_add(p, "ok", json_object_new_boolean(0)); /* not the payload's */
 	json_object_object_add(p, "id", json_object_new_int(99));
 	s = pmc_ctl_reply_ok(&id7, p);
-	EXPECT_LINE(s, "{\"id\":7,\"ok\":true,\"volume\":\"db\",\"device\":\"/dev/ublkb0\","
+	EXPECT_LINE(s, "{\"v\":1,\"id\":7,\"ok\":true,\"volume\":\"db\",\"device\":\"/dev/ublkb0\","
 		       "\"ublk_id\":0}\n");
 	T_OK(pmc_ctl_decode_reply(s, strlen(s), &rep, &err));
 	T_EQ(rep.kind, PMC_CTL_REPLY_OK);
@@ -536,7 +536,7 @@ static void test_replies(void)
 
 	s = pmc_ctl_reply_error(&ids, -ENOENT, "stats volume: no volume \"x\"");
 	EXPECT_LINE(s,
-		    "{\"id\":\"abc\",\"ok\":false,\"errno\":2,\"error\":\"stats volume: no volume "
+		    "{\"v\":1,\"id\":\"abc\",\"ok\":false,\"errno\":2,\"error\":\"stats volume: no volume "
 		    "\\\"x\\\"\"}\n");
 	T_OK(pmc_ctl_decode_reply(s, strlen(s), &rep, &err));
 	T_EQ(rep.kind, PMC_CTL_REPLY_ERROR);
@@ -548,11 +548,11 @@ static void test_replies(void)
 
 	/* a message made safe: one line of valid UTF-8, bounded */
 	s = pmc_ctl_reply_error(NULL, EIO, "disk \xff failed:\nline two\tcaf\xc3\xa9 \xed\xa0\x80");
-	EXPECT_LINE(s, "{\"ok\":false,\"errno\":5,\"error\":\"disk ? failed: line two caf\xc3\xa9 "
+	EXPECT_LINE(s, "{\"v\":1,\"ok\":false,\"errno\":5,\"error\":\"disk ? failed: line two caf\xc3\xa9 "
 		       "???\"}\n");
 	free(s);
 	s = pmc_ctl_reply_error(NULL, 0, NULL);
-	EXPECT_LINE(s, "{\"ok\":false,\"errno\":5,\"error\":\"\"}\n");
+	EXPECT_LINE(s, "{\"v\":1,\"ok\":false,\"errno\":5,\"error\":\"\"}\n");
 	free(s);
 	{
 		char *big = malloc(5000);
@@ -570,7 +570,7 @@ static void test_replies(void)
 	}
 
 	s = pmc_ctl_reply_progress(&id7, 123456789012ull);
-	EXPECT_LINE(s, "{\"id\":7,\"progress\":{\"dirty_blocks\":123456789012}}\n");
+	EXPECT_LINE(s, "{\"v\":1,\"id\":7,\"progress\":{\"dirty_blocks\":123456789012}}\n");
 	T_OK(pmc_ctl_decode_reply(s, strlen(s), &rep, &err));
 	T_EQ(rep.kind, PMC_CTL_REPLY_PROGRESS);
 	T_EQ(rep.dirty_blocks, 123456789012ull);
@@ -590,21 +590,21 @@ static void test_replies(void)
 		v.vc.mode = PMC_MODE_WRITE_THROUGH;
 		s = pmc_ctl_reply_value(NULL, NULL, key(PMC_CONFIG_SCOPE_TOP, "writeback.max_io"),
 					&c);
-		EXPECT_LINE(s, "{\"ok\":true,\"key\":\"writeback.max_io\",\"value\":2097152}\n");
+		EXPECT_LINE(s, "{\"v\":1,\"ok\":true,\"key\":\"writeback.max_io\",\"value\":2097152}\n");
 		free(s);
 		s = pmc_ctl_reply_value(&id7, NULL, key(PMC_CONFIG_SCOPE_TOP, "log.level"), &c);
-		EXPECT_LINE(s, "{\"id\":7,\"ok\":true,\"key\":\"log.level\",\"value\":\"info\"}\n");
+		EXPECT_LINE(s, "{\"v\":1,\"id\":7,\"ok\":true,\"key\":\"log.level\",\"value\":\"info\"}\n");
 		free(s);
 		s = pmc_ctl_reply_value(NULL, NULL, key(PMC_CONFIG_SCOPE_TOP, "pmem.path"), &c);
-		EXPECT_LINE(s, "{\"ok\":true,\"key\":\"pmem.path\",\"value\":\"/dev/dax0.0\"}\n");
+		EXPECT_LINE(s, "{\"v\":1,\"ok\":true,\"key\":\"pmem.path\",\"value\":\"/dev/dax0.0\"}\n");
 		free(s);
 		s = pmc_ctl_reply_value(NULL, "db", key(PMC_CONFIG_SCOPE_VOLUME, "mode"), &v);
-		EXPECT_LINE(s, "{\"ok\":true,\"key\":\"mode\",\"volume\":\"db\",\"value\":"
+		EXPECT_LINE(s, "{\"v\":1,\"ok\":true,\"key\":\"mode\",\"volume\":\"db\",\"value\":"
 			       "\"write-through\"}\n");
 		free(s);
 		s = pmc_ctl_reply_value(NULL, "db", key(PMC_CONFIG_SCOPE_VOLUME, "ublk_id"), &v);
 		EXPECT_LINE(s,
-			    "{\"ok\":true,\"key\":\"ublk_id\",\"volume\":\"db\",\"value\":-1}\n");
+			    "{\"v\":1,\"ok\":true,\"key\":\"ublk_id\",\"volume\":\"db\",\"value\":-1}\n");
 		T_OK(pmc_ctl_decode_reply(s, strlen(s), &rep, &err));
 		T_TRUE(json_object_object_get_ex(rep.payload, "value", &j));
 		T_EQ(json_object_get_int(j), -1);
@@ -637,6 +637,9 @@ static void test_bad_replies(void)
 	BAD_REPLY("[true]", EPROTO, "reply: not a JSON object but an array");
 	BAD_REPLY("{}", EPROTO, "reply: neither \"ok\" nor \"progress\"");
 	BAD_REPLY("{\"ok\":1}", EPROTO, "reply ok: expected a boolean, got an integer");
+	BAD_REPLY("{\"v\":2,\"ok\":true}", EPROTO, "the daemon speaks protocol version 2");
+	BAD_REPLY("{\"v\":\"1\",\"ok\":true}", EPROTO, "reply v: expected a protocol version");
+	BAD_REPLY("{\"v\":0,\"ok\":true}", EPROTO, "reply v: expected a protocol version");
 	BAD_REPLY("{\"ok\":false}", EPROTO, "reply errno: expected an integer 1..4095");
 	BAD_REPLY("{\"ok\":false,\"errno\":0,\"error\":\"x\"}", EPROTO, "reply errno");
 	BAD_REPLY("{\"ok\":false,\"errno\":\"EIO\",\"error\":\"x\"}", EPROTO, "reply errno");
@@ -669,6 +672,13 @@ static void test_bad_replies(void)
 		s = "{\"id\":1,\"progress\":{\"dirty_blocks\":3,\"eta_s\":5}}\n";
 		T_OK(pmc_ctl_decode_reply(s, strlen(s), &rep, &err));
 		T_EQ(rep.dirty_blocks, 3);
+		T_EQ(rep.version, 0); /* no "v": a daemon before protocol 1 */
+		s = "{\"v\":1,\"ok\":true,\"x\":1}\n";
+		T_OK(pmc_ctl_decode_reply(s, strlen(s), &rep, &err));
+		T_EQ(rep.version, PMC_CTL_VERSION);
+		T_TRUE(!json_object_object_get_ex(rep.payload, "v", NULL));
+		T_TRUE(json_object_object_get_ex(rep.payload, "x", NULL));
+		pmc_ctl_reply_free(&rep);
 	}
 	printf("ok: bad replies\n");
 }

@@ -25,17 +25,30 @@
  *   nospace       a cache full of dirty data: writes wait for write-back
  *                 (write-back and write-through mode) or go around
  *   refusals      a disk smaller than asked or than the cached volume
+ *   wb_race       a block replaced or dropped between write-back's pin and
+ *                 its claim (test hook pmc_test_wb_pinned): the old copy is
+ *                 not written to the disk
+ *   durable       a disk with a volatile write cache (a write is durable
+ *                 once written with RWF_DSYNC or covered by a sync that
+ *                 started after it completed): what the engine calls
+ *                 durable is - write-through and FUA writes when
+ *                 acknowledged, plain writes after a flush, blocks marked
+ *                 clean by write-back
  * Usage: engine_faults [--seed S] [--only NAME] [--mode MODE]
  * (--mode: run the model scenarios in that one mode, to narrow a failure)
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cache_internal.h"
+#include "diskid.h"
 #include "etest.h"
 #include "t.h"
 
@@ -62,6 +75,15 @@ struct fdisk {
 	uint64_t submits[4], failed[4], shorts[4], eagains[4], delayed;
 	uint64_t fail_ns[FAIL_TIMES_MAX]; /* when failed writes were submitted */
 	unsigned nfail_ns;
+	/* volatile write cache model (NULL: off): per block, the number of
+	 * the plain write completion that left it not yet durable, 0 when
+	 * durable; a sync clears what completed before it was submitted */
+	uint64_t *unsynced;
+	uint64_t nblocks, wdone;
+	struct {
+		struct pmc_io *io;
+		uint64_t covers; /* completions before the sync was submitted */
+	} sync[8];
 	struct {
 		struct pmc_io *io;
 		uint64_t done;
@@ -75,6 +97,16 @@ static void fd_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
 	int e = f->fail[io->op];
 
 	f->submits[io->op]++;
+	if (io->op == PMC_IO_FSYNC && f->unsynced) {
+		unsigned i;
+
+		for (i = 0; i < 8 && f->sync[i].io; i++)
+			;
+		if (i == 8)
+			T_FAIL("fdisk: more than 8 syncs in flight");
+		f->sync[i].io = io;
+		f->sync[i].covers = f->wdone;
+	}
 	if (e && !f->fail_after_io) {
 		f->failed[io->op]++;
 		if (io->op == PMC_IO_WRITE && f->nfail_ns < FAIL_TIMES_MAX)
@@ -96,7 +128,37 @@ static void fd_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
 	pmc_ring_submit_raw(r, io);
 }
 
+static int fd_complete_faults(struct pmc_disk *d, struct pmc_io *io, int res);
+
+/* the volatile write cache model: io completed with res */
+static void fd_cache(struct fdisk *f, struct pmc_io *io, int res)
+{
+	if (io->op == PMC_IO_FSYNC) {
+		for (unsigned i = 0; i < 8; i++) {
+			if (f->sync[i].io != io)
+				continue;
+			f->sync[i].io = NULL;
+			for (uint64_t b = 0; res >= 0 && b < f->nblocks; b++)
+				if (f->unsynced[b] && f->unsynced[b] <= f->sync[i].covers)
+					f->unsynced[b] = 0;
+		}
+	} else if (io->op == PMC_IO_WRITE && res >= 0 && io->done + (uint64_t)res >= io->len) {
+		uint64_t mark = io->rw_flags & RWF_DSYNC ? 0 : ++f->wdone;
+
+		for (uint64_t b = io->off / BS; b < (io->off + io->len) / BS && b < f->nblocks; b++)
+			f->unsynced[b] = mark;
+	}
+}
+
 static int fd_complete(struct pmc_disk *d, struct pmc_io *io, int res)
+{
+	res = fd_complete_faults(d, io, res);
+	if (((struct fdisk *)d->priv)->unsynced)
+		fd_cache(d->priv, io, res);
+	return res;
+}
+
+static int fd_complete_faults(struct pmc_disk *d, struct pmc_io *io, int res)
 {
 	struct fdisk *f = d->priv;
 	int e = f->fail[io->op];
@@ -203,6 +265,10 @@ static void teardown(void)
 	g_q = NULL;
 	et_check_cache(&g_t);
 	et_close(&g_t, 0);
+	for (unsigned i = 0; i < g_nv; i++) {
+		free(g_f[i].unsynced);
+		g_f[i].unsynced = NULL;
+	}
 }
 
 static void healed(struct fdisk *f)
@@ -275,6 +341,24 @@ static void expect_disk(struct et_vol *v, uint64_t lba, uint64_t n, const uint64
 }
 
 #define ONE(v) ((const uint64_t[]){(v)}), 1
+
+/* each block of lba..+n on the disk is the version a read through the
+ * engine returns */
+static void expect_disk_as_engine(struct et_vol *v, uint64_t lba, uint64_t n, const char *when)
+{
+	char *buf = et_alloc(n * BS);
+	int rc = et_io(g_t.e, g_q, wbq(), PMC_REQ_READ, v->vol, lba, n, buf, 0);
+
+	if (rc)
+		T_FAIL("%s: vol %s: read %" PRIu64 "+%" PRIu64 " failed: %d", when, v->name, lba,
+		       n, rc);
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t got = et_version(buf + i * BS, v->tag, lba + i);
+
+		expect_disk(v, lba + i, 1, ONE(got), when);
+	}
+	free(buf);
+}
 
 static int cached(struct et_vol *v, uint64_t lba, enum pmc_block_state *st)
 {
@@ -476,6 +560,12 @@ static void sc_write_error(void)
 		pmc_engine_clear_error(g_t.e, a->vol);
 		pmc_engine_clear_error(g_t.e, b->vol);
 		T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+		/* whichever version a read returns is the one the disk holds
+		 * once flushed: a failed write never leaves a block that
+		 * changes value when evicted */
+		expect_disk_as_engine(a, 10, 4, "a failed write-around write, flushed");
+		expect_disk_as_engine(b, 10, 4, "a failed write-through write, flushed");
+		expect_disk_as_engine(a, 20, 4, "a failed write-around FUA write, flushed");
 		/* written again, the data is exact */
 		T_EQ(write_ver(a, 10, 4, ver + 1, 0), 0);
 		T_EQ(write_ver(b, 10, 4, ver + 1, 0), 0);
@@ -641,6 +731,12 @@ static void sc_short_eagain(void)
 static void sc_latency(void)
 {
 	model_run("latency: disk I/O delayed 0..3 ms at random", arm_latency, 400);
+	for (unsigned i = 0; i < g_nv; i++)
+		if (g_f[i].delayed == 0 || g_f[i].delayed > g_f[i].submits[0] + g_f[i].submits[1] +
+								 g_f[i].submits[2] + g_f[i].submits[3])
+			T_FAIL("latency: %s: %" PRIu64 " I/Os delayed of %" PRIu64
+			       " reads and %" PRIu64 " writes: the delay was not injected",
+			       g_v[i].name, g_f[i].delayed, g_f[i].submits[0], g_f[i].submits[1]);
 	printf("ok: latency\n");
 }
 
@@ -733,7 +829,7 @@ static void wb_order_case(enum wb_order_how how, const char *name)
 	}
 	/* let everything land, then write back whatever is dirty */
 	et_run(g_t.e, g_q, NULL, 120);
-	T_EQ(pmc_queue_busy(g_q), 0);
+	et_quiesce(g_q, NULL); /* a loaded machine may need longer: fails after 15 s */
 	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
 	et_disk_read(v->path, lba, buf);
 	got = et_version(buf, v->tag, lba);
@@ -914,6 +1010,28 @@ static void sc_nospace(void)
 	nospace_case(PMC_MODE_WRITE_THROUGH, PMC_NOSPACE_AROUND);
 }
 
+/* a disk that reports the identity of the file at d->priv */
+static int shrunk_identify(struct pmc_disk *d, struct pmc_disk_id *id, struct pmc_err *e)
+{
+	int fd = open(d->priv, O_RDONLY), rc;
+
+	if (fd < 0)
+		return pmc_err_set(e, errno, "%s: %s", (const char *)d->priv, strerror(errno));
+	rc = pmc_disk_id_get(fd, d->size, id, e);
+	close(fd);
+	return rc;
+}
+
+static void shrunk_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
+{
+	pmc_disk_default_ops.submit(d, r, io);
+}
+
+static const struct pmc_disk_ops shrunk_ops = {
+	.submit = shrunk_submit,
+	.identify = shrunk_identify,
+};
+
 static void sc_refusals(void)
 {
 	struct pmc_wb_conf wb;
@@ -943,10 +1061,15 @@ static void sc_refusals(void)
 		      g_v[0].name);
 		pmc_disk_close(d2);
 	}
-	/* a volume the cache knows needs a disk at least as large as recorded */
+	/* a volume the cache knows needs its own disk (diskid.h) ... */
 	pmc_queue_destroy(g_q);
 	et_close(&g_t, 0);
 	et_open(&g_t, 0);
+	T_ERR(pmc_engine_attach(g_t.e, g_v[0].name, d, NULL, &vol, &err), EXDEV, "wrong disk");
+	/* ... at least as large as recorded: the small one standing for the
+	 * volume's own disk, shrunk */
+	d->ops = &shrunk_ops;
+	d->priv = g_v[0].path;
 	T_ERR(pmc_engine_attach(g_t.e, g_v[0].name, d, NULL, &vol, &err), ENOSPC, g_v[0].name);
 	T_TRUE(strstr(err.msg, small) != NULL);
 	pmc_disk_close(d); /* refused: still ours */
@@ -958,6 +1081,167 @@ static void sc_refusals(void)
 	printf("ok: refusals\n");
 }
 
+/*
+ * Write-back pins a run of dirty blocks (wb_pin), then claims them for the
+ * disk (wb_claim). A foreground write or discard that replaces or drops one
+ * of them in between (forced here through the test hook) must make the
+ * claim fail: the old copy would otherwise reach the disk, possibly after
+ * the newer data went there another way (write-through, write-around).
+ */
+static struct {
+	int armed;
+	int drop;	/* invalidate instead of overwriting */
+	struct et_vol *v;
+	uint64_t lba;
+} g_wbr;
+
+static void wb_pinned(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n)
+{
+	char *buf;
+
+	if (!g_wbr.armed || vol != g_wbr.v->vol || g_wbr.lba < lba || g_wbr.lba >= lba + n)
+		return;
+	g_wbr.armed = 0;
+	if (g_wbr.drop) {
+		T_EQ(pmc_cache_invalidate(g_t.c, vol, g_wbr.lba, 1), 0);
+		return;
+	}
+	buf = et_alloc(BS);
+	et_fill(buf, g_wbr.v->tag, g_wbr.lba, 2);
+	T_OK(pmc_cache_write(g_t.c, vol, g_wbr.lba, 1, buf, &err));
+	free(buf);
+}
+
+static void wb_race_case(int drop, const char *name)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	int started;
+
+	pmc_wb_conf_default(&wb);
+	wb.high_pct = 100; /* write-back only when asked */
+	wb.low_pct = 100;
+	wb.max_age_ms = 600000;
+	setup(name, 256, 1, 256, &wb, NULL);
+	g_no_steps = 1;
+	T_EQ(write_ver(v, 5, 3, 1, 0), 0);
+	g_wbr.armed = 1;
+	g_wbr.drop = drop;
+	g_wbr.v = v;
+	g_wbr.lba = 6;
+	pmc_test_wb_pinned = wb_pinned;
+	aggressive_wb();
+	started = pmc_engine_writeback_step(g_t.e, g_q);
+	pmc_engine_set_wb_conf(g_t.e, &wb);
+	pmc_test_wb_pinned = NULL;
+	if (g_wbr.armed)
+		T_FAIL("%s: write-back never pinned block 6", name);
+	et_quiesce(g_q, NULL);
+	if (started || f->submits[PMC_IO_WRITE])
+		T_FAIL("%s: write-back started %d writes (%" PRIu64 " reached the disk) of blocks "
+		       "5..7 although block 6 was %s after they were pinned",
+		       name, started, f->submits[PMC_IO_WRITE], drop ? "dropped" : "overwritten");
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	expect_disk(v, 5, 1, ONE(1), name);
+	expect_disk(v, 6, 1, ONE(drop ? 0 : 2), name);
+	expect_disk(v, 7, 1, ONE(1), name);
+	expect_engine(v, 6, 1, ONE(drop ? 0 : 2), name);
+	teardown();
+	printf("ok: %s\n", name);
+}
+
+static void sc_wb_race(void)
+{
+	wb_race_case(0, "wb_race: a block overwritten between write-back's pin and claim");
+	wb_race_case(1, "wb_race: a block dropped between write-back's pin and claim");
+}
+
+/* blocks lba..+n of v are durable on f's volatile cache model */
+static void durable(struct et_vol *v, struct fdisk *f, uint64_t lba, uint64_t n, const char *when)
+{
+	for (uint64_t b = lba; b < lba + n; b++)
+		if (f->unsynced[b])
+			T_FAIL("%s: vol %s block %" PRIu64 " is still only in the disk's volatile "
+			       "cache",
+			       when, v->name, b);
+}
+
+static void durable_mode(enum pmc_mode mode)
+{
+	T_OK(pmc_engine_set_mode(g_t.e, g_v[0].vol, mode, &err));
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err)); /* the switch */
+}
+
+static void sc_durable(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	enum pmc_block_state st;
+	uint64_t syncs;
+
+	pmc_wb_conf_default(&wb);
+	wb.high_pct = 100; /* write-back only when asked */
+	wb.low_pct = 100;
+	wb.max_age_ms = 600000;
+	setup("durable: a disk with a volatile write cache", 256, 1, 512, &wb, NULL);
+	g_no_steps = 1;
+	f->nblocks = v->nblocks;
+	f->unsynced = calloc(v->nblocks, sizeof(*f->unsynced));
+	T_TRUE(f->unsynced != NULL);
+
+	/* write-back: a block is marked clean only once durable on the disk */
+	T_EQ(write_ver(v, 0, 8, 1, 0), 0);
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	for (uint64_t b = 0; b < 8; b++)
+		T_TRUE(cached(v, b, &st) && st == PMC_BLK_CLEAN);
+	durable(v, f, 0, 8, "write-back: blocks marked clean");
+
+	/* write-through: durable when acknowledged, FUA or not */
+	durable_mode(PMC_MODE_WRITE_THROUGH);
+	T_EQ(write_ver(v, 16, 8, 2, 0), 0);
+	durable(v, f, 16, 8, "write-through: an acknowledged write");
+	T_EQ(write_ver(v, 24, 2, 2, PMC_REQ_FUA), 0);
+	durable(v, f, 24, 2, "write-through: an acknowledged FUA write");
+
+	/* write-around and pass-through: FUA at once, plain writes by a flush */
+	for (int m = PMC_MODE_WRITE_AROUND; m <= PMC_MODE_PASS_THROUGH; m++) {
+		uint64_t base = 32 + (uint64_t)(m - PMC_MODE_WRITE_AROUND) * 32;
+		char when[96];
+
+		durable_mode((enum pmc_mode)m);
+		T_EQ(write_ver(v, base, 4, 3, PMC_REQ_FUA), 0);
+		snprintf(when, sizeof(when), "%s: an acknowledged FUA write",
+			 pmc_mode_name((enum pmc_mode)m));
+		durable(v, f, base, 4, when);
+		T_EQ(write_ver(v, base + 8, 4, 3, 0), 0);
+		T_EQ(write_ver(v, base + 16, 1, 3, 0), 0);
+		T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_FLUSH, v->vol, 0, 0, NULL, 0), 0);
+		snprintf(when, sizeof(when), "%s: plain writes, then a flush",
+			 pmc_mode_name((enum pmc_mode)m));
+		durable(v, f, base + 8, 9, when);
+	}
+	/* the model itself: a plain write is not durable before a flush */
+	syncs = f->submits[PMC_IO_FSYNC];
+	T_EQ(write_ver(v, 100, 1, 4, 0), 0);
+	if (!f->unsynced[100] && f->submits[PMC_IO_FSYNC] == syncs)
+		T_FAIL("durable: the volatile cache model lost track of a plain write");
+
+	/* a device that promised no volatile cache: every write durable at
+	 * once. Saying so syncs the disk (ORDERING.md) with an fdatasync of
+	 * its own, not through the disk's ops: the model sees no sync then */
+	pmc_engine_set_volatile(g_t.e, v->vol, 0);
+	memset(f->unsynced, 0, v->nblocks * sizeof(*f->unsynced));
+	T_EQ(write_ver(v, 110, 4, 5, 0), 0);
+	durable(v, f, 110, 4, "no volatile cache: an acknowledged plain write");
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_FLUSH, v->vol, 0, 0, NULL, 0), 0);
+	durable(v, f, 0, v->nblocks, "after the last flush");
+	expect_disk(v, 16, 8, ONE(2), "durable");
+	teardown();
+	printf("ok: durable\n");
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -967,6 +1251,7 @@ static const struct {
 	{"flush_fail", sc_flush_fail}, {"short_eagain", sc_short_eagain},
 	{"latency", sc_latency},     {"nospace", sc_nospace},
 	{"wb_order", sc_wb_order},   {"around_dirty", sc_around_dirty},
+	{"wb_race", sc_wb_race},     {"durable", sc_durable},
 };
 
 int main(int argc, char **argv)
@@ -986,6 +1271,15 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("seed: %" PRIu64 "\n", g_seed);
+	if (only) {
+		size_t i;
+
+		for (i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+			if (!strcmp(only, scenarios[i].name))
+				break;
+		if (i == sizeof(scenarios) / sizeof(scenarios[0]))
+			T_FAIL("--only %s: no such scenario", only);
+	}
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
 		if (!only || !strcmp(only, scenarios[i].name))
 			scenarios[i].fn();

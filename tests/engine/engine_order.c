@@ -223,6 +223,27 @@ static void sc_flush_gen(void)
 		T_FAIL("a flush after a failed flush did not sync the disk");
 	expect_durable(4, 4, "a flush after a failed one");
 
+	/* a write completing while a flush's sync runs is not covered by that
+	 * sync: the next flush must sync again (the generation is taken when
+	 * the sync is issued, not when it completes) */
+	T_EQ(write_ver(6, 6, 0), 0);
+	et_vdisk_delay_next(g_d, PMC_IO_FSYNC, 5 * SLOW_NS); /* room for the write below */
+	et_submit(g_q, &f1, PMC_REQ_FLUSH, g_v.vol, 0, 0, NULL, 0);
+	poll_ms(20);
+	T_TRUE(!f1.done);
+	T_EQ(write_ver(7, 7, 0), 0);
+	T_TRUE(!f1.done);
+	wait_req(&f1, "flush whose sync was held");
+	T_EQ(f1.res, 0);
+	expect_durable(6, 6, "a write acknowledged before a completed flush");
+	et_vdisk_get_stats(g_d, &s0);
+	T_EQ(flush(), 0);
+	et_vdisk_get_stats(g_d, &s1);
+	if (s1.syncs == s0.syncs)
+		T_FAIL("a flush after a write that completed during an older flush's sync did not "
+		       "sync the disk");
+	expect_durable(7, 7, "a flush after a write that completed during an older sync");
+
 	/* FUA: durable at completion, no flush needed */
 	T_EQ(write_ver(5, 5, PMC_REQ_FUA), 0);
 	expect_durable(5, 5, "a FUA write-around write");
@@ -265,6 +286,29 @@ static void sc_fill_unsynced(void)
 		       et_version(g_buf, TAG, 7), et_version(g_img, TAG, 7));
 	teardown();
 	printf("ok: fill_unsynced\n");
+}
+
+/*
+ * A volume attached after an unclean stop starts unsynced (ORDERING.md):
+ * the last process may have acknowledged plain writes that are still only
+ * in the disk's volatile cache. So no read miss is cached until a sync,
+ * and the first flush syncs even though this process wrote nothing.
+ */
+static void sc_attach_unsynced(void)
+{
+	setup(PMC_MODE_WRITE_AROUND);
+	T_EQ(write_ver(5, 5, 0), 0); /* acknowledged, never flushed */
+	process_crash();
+	open_engine();
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 5, 1, g_buf, 0), 0);
+	T_EQ(et_version(g_buf, TAG, 5), 5);
+	expect_no_clean(5, "a read miss after an unclean stop, before any sync");
+	expect_clean_agrees(ET_LAND_NONE, "a read miss after an unclean stop, before any sync");
+	/* the first flush of the new process covers the old one's writes */
+	T_EQ(flush(), 0);
+	expect_durable(5, 5, "a flush after an unclean stop");
+	teardown();
+	printf("ok: attach_unsynced\n");
 }
 
 static void sc_around_clean(void)
@@ -315,6 +359,24 @@ static void sc_around_clean(void)
 	expect_no_clean(8, "a read miss during a write-around of an uncached block");
 	expect_clean_agrees(ET_LAND_ALL, "a read miss during a write-around of an uncached block");
 	wait_req(&w, "write-around of block 8");
+
+	/* the same with a FUA write-around: a durable disk write, so no plain
+	 * write is in flight and the volume is synced; only the write-around
+	 * in flight over the block keeps the miss out of the cache */
+	T_EQ(write_ver(10, 10, 0), 0);
+	T_EQ(flush(), 0);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	et_fill(wb, TAG, 10, 11);
+	et_submit(g_q, &w, PMC_REQ_WRITE, g_v.vol, 10, 1, wb, PMC_REQ_FUA);
+	poll_ms(20);
+	T_TRUE(!w.done);
+	et_submit(g_q, &r, PMC_REQ_READ, g_v.vol, 10, 1, rb, 0);
+	wait_req(&r, "read during the FUA write-around");
+	T_TRUE(!w.done);
+	expect_no_clean(10, "a read miss during a FUA write-around");
+	wait_req(&w, "FUA write-around of block 10");
+	T_EQ(w.res, 0);
+	expect_clean_agrees(ET_LAND_NONE, "after the FUA write-around");
 	free(wb);
 	free(rb);
 	teardown();
@@ -393,6 +455,7 @@ static const struct {
 } g_sc[] = {
 	{"flush_gen", sc_flush_gen},
 	{"fill_unsynced", sc_fill_unsynced},
+	{"attach_unsynced", sc_attach_unsynced},
 	{"around_clean", sc_around_clean},
 	{"through_order", sc_through_order},
 	{"discard_order", sc_discard_order},

@@ -880,8 +880,10 @@ static const char *op_name(enum pmc_req_op op)
 }
 
 /* every 8-byte word of b is that word of one of the versions lo..hi of the
- * block that the history still knows (lo itself included) */
-static int mixed_of(struct et_mvol *mv, uint64_t lba, uint64_t lo, uint64_t hi, const void *b)
+ * block that the history still knows (lo itself included), or zero when
+ * zero_ok (a discarded block) */
+static int mixed_of(struct et_mvol *mv, uint64_t lba, uint64_t lo, uint64_t hi, const void *b,
+		    int zero_ok)
 {
 	static char ref[ET_HIST + 1][BS];
 	uint64_t cand[ET_HIST + 1];
@@ -904,7 +906,7 @@ static int mixed_of(struct et_mvol *mv, uint64_t lba, uint64_t lo, uint64_t hi, 
 
 		for (k = 0; k < n && ((const uint64_t *)ref[k])[i] != w[i]; k++)
 			;
-		if (k == n)
+		if (k == n && !(zero_ok && w[i] == 0))
 			return 0;
 	}
 	return 1;
@@ -922,12 +924,19 @@ static void check_read_block(struct et_model *m, struct et_mvol *mv, uint64_t lb
 	else
 		d[0] = '\0';
 	if (lo == EV_ANY) {
-		/* discarded: anything but another block's data */
-		if (got != EV_BAD || !strstr(d, "misplaced"))
+		/* discarded (or a failed write): zeroes or one whole version
+		 * written to the block; a mix only with a write that overlapped
+		 * the read (in flight now, or completed since it was submitted) */
+		if (got == EV_ZERO || (got != EV_BAD && got <= hi))
 			return;
+		if (got == EV_BAD && (mv->wbusy[lba] || mv->want[lba] != EV_ANY) &&
+		    mixed_of(mv, lba, 0, hi, b, 1)) {
+			m->torn_reads++;
+			return;
+		}
 	} else if (got != EV_BAD && got != EV_ZERO && got >= lo && got <= hi) {
 		return;
-	} else if (lo != hi && got == EV_BAD && mixed_of(mv, lba, lo, hi, b)) {
+	} else if (lo != hi && got == EV_BAD && mixed_of(mv, lba, lo, hi, b, 0)) {
 		m->torn_reads++;
 		return;
 	}

@@ -472,7 +472,9 @@ static void check_unchanged(const struct fz_base *b, const char *when)
 
 struct fz_rw {
 	uint64_t stores;
-	uint64_t lo, hi; /* offsets stored to: [lo, hi) */
+	uint64_t lo, hi; /* offsets stored to: [lo, hi), volume table aside */
+	uint64_t vol_lo, vol_hi; /* the volume table */
+	uint64_t vol_stores;	 /* stores into it (the conversion of a 1.0 cache) */
 };
 
 static void rw_note(struct pmc_pmem *pm, const void *dst, size_t len)
@@ -483,6 +485,10 @@ static void rw_note(struct pmc_pmem *pm, const void *dst, size_t len)
 	FZ_CHECK(off <= pm->size && len <= pm->size - off,
 		 "a store of %zu bytes at offset %" PRId64 " is outside the %" PRIu64 "-byte pmem",
 		 len, (int64_t)off, pm->size);
+	if (off >= r->vol_lo && off + len <= r->vol_hi) {
+		r->vol_stores++;
+		return;
+	}
 	if (r->stores == 0 || off < r->lo)
 		r->lo = off;
 	if (r->stores == 0 || off + len > r->hi)
@@ -563,7 +569,9 @@ static void lookup_one(struct pmc_cache *c, const struct pmc_cache_info *info, u
 	}
 	FZ_CHECK(blk < info->nr_blocks, "lookup: block %" PRIu64 " of %" PRIu64, blk,
 		 info->nr_blocks);
-	FZ_CHECK(st == PMC_BLK_CLEAN || st == PMC_BLK_DIRTY, "lookup: state %d", (int)st);
+	/* the linked states: LOST (1.1) is linked too (lib/FORMAT.md) */
+	FZ_CHECK(st == PMC_BLK_CLEAN || st == PMC_BLK_DIRTY || st == PMC_BLK_LOST,
+		 "lookup: state %d", (int)st);
 	FZ_CHECK((char *)pmc_cache_block_data(c, blk) ==
 		     pmc_cache_pmem(c)->base + info->data_off + blk * info->block_size,
 		 "block %" PRIu64 ": data address", blk);
@@ -594,10 +602,10 @@ static void exercise_rdonly(struct pmc_cache *c, struct pmc_check_report *rep, i
 	if (*check_rc)
 		check_msg("check", *check_rc, &err);
 	else
-		FZ_CHECK(rep->linked + rep->free + rep->orphans == info.nr_blocks,
-			 "check: %" PRIu64 " linked + %" PRIu64 " free + %" PRIu64
-			 " orphans != %" PRIu64 " blocks",
-			 rep->linked, rep->free, rep->orphans, info.nr_blocks);
+		FZ_CHECK(rep->linked + rep->free + rep->orphans + rep->bad == info.nr_blocks,
+			 "check: %" PRIu64 " linked + %" PRIu64 " free + %" PRIu64 " orphans + %" PRIu64
+			 " bad != %" PRIu64 " blocks",
+			 rep->linked, rep->free, rep->orphans, rep->bad, info.nr_blocks);
 	if (fz_verbose)
 		printf("  check: %d %s\n", *check_rc, err.msg);
 	pmc_cache_recount(c);
@@ -716,6 +724,8 @@ static void open_rw(const struct fz_base *b, uint64_t size, int ro_rc,
 	char what[64];
 	int rc, check_rc;
 
+	ctr.vol_lo = b->g.vol_off;
+	ctr.vol_hi = b->g.vol_off + (uint64_t)b->g.max_volumes * sizeof(struct pmc_vol);
 	FZ_CHECK(pmc_pmem_wrap(work, size, &rw_ops, &ctr, &pm) == 0, "wrap");
 	rc = pmc_cache_open(pm, 0, &c, &err);
 	if (fz_verbose)
@@ -725,7 +735,7 @@ static void open_rw(const struct fz_base *b, uint64_t size, int ro_rc,
 		FZ_CHECK(c == NULL, "failed open left *out set");
 		if (ctr.stores)
 			where(&b->g, ctr.lo, what, sizeof(what));
-		FZ_CHECK(ctr.stores == 0,
+		FZ_CHECK(ctr.stores == 0 && ctr.vol_stores == 0,
 			 "a failed read-write open (%d: %s) made %" PRIu64
 			 " stores, at offsets %" PRIu64 "..%" PRIu64 " (from %s)",
 			 rc, err.msg, ctr.stores, ctr.lo, ctr.hi, what);
@@ -744,6 +754,17 @@ static void open_rw(const struct fz_base *b, uint64_t size, int ro_rc,
 	FZ_CHECK(ctr.stores > 0 && ctr.lo >= slot_off && ctr.hi <= slot_off + sizeof(struct pmc_sb),
 		 "read-write open stored to %" PRIu64 "..%" PRIu64 ", not just superblock copy %u",
 		 ctr.lo, ctr.hi, c->sb_slot);
+	/* ... and the volume table only when it converts a 1.0 cache: the copy
+	 * it loaded (the other one) had minor 0 (Conversion from 1.0) */
+	{
+		const struct pmc_sb *loaded =
+			(const struct pmc_sb *)(ref + (uint64_t)(c->sb_slot ^ 1u) * PMC_SB_SLOT);
+
+		FZ_CHECK(ctr.vol_stores == 0 || loaded->minor == 0,
+			 "read-write open of a %u.%u cache stored %" PRIu64
+			 " times into the volume table",
+			 loaded->major, loaded->minor, ctr.vol_stores);
+	}
 	check_rc = pmc_cache_check(c, &rep, &err);
 	FZ_CHECK(check_rc == ro_check_rc && !memcmp(&rep, ro_rep, sizeof(rep)),
 		 "check says %d (%s, %" PRIu64 " linked) read-write, %d (%" PRIu64

@@ -89,6 +89,7 @@ static void flip_byte(struct pmc_sb *sb)
 static void newer_major(struct pmc_sb *sb)
 {
 	sb->major = 2;
+	sb->minor = 0;
 }
 static void unknown_incompat(struct pmc_sb *sb)
 {
@@ -101,6 +102,61 @@ static void unknown_ro_compat(struct pmc_sb *sb)
 static void bad_geometry(struct pmc_sb *sb)
 {
 	sb->data_off += 2u << 20;
+}
+
+static uint64_t g_seq, g_epoch;
+static uint64_t g_nr_blocks; /* of a fresh 16 MiB cache */
+
+static void set_seq_epoch(struct pmc_sb *sb)
+{
+	sb->seq = g_seq;
+	sb->boot_epoch = g_epoch;
+}
+
+/* give copy i a sequence number and a boot epoch of its own */
+static void mark_copy(unsigned i, uint64_t seq, uint64_t epoch)
+{
+	g_seq = seq;
+	g_epoch = epoch;
+	edit_sb(i, set_seq_epoch, 1);
+}
+
+static void read_copy(unsigned i, struct pmc_sb *sb)
+{
+	peek((off_t)i * PMC_SB_SLOT, sb, sizeof(*sb));
+	T_EQ(sb->csum, (uint32_t)crc32(0L, (const Bytef *)sb, offsetof(struct pmc_sb, csum)));
+}
+
+/* a read-only open is served by the copy holding boot epoch `epoch`; a
+ * read-write open then commits epoch + 1 into the other copy, the one
+ * not serving, with the next sequence number */
+static void serves(uint64_t epoch, unsigned slot, uint64_t seq, const char *what)
+{
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	struct pmc_cache_info info;
+	struct pmc_sb sb;
+
+	T_OK(pmc_pmem_open(path, 0, &pm, &err));
+	T_OK(pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, &err));
+	pmc_cache_get_info(c, &info);
+	if (info.boot_epoch != epoch)
+		T_FAIL("%s: served with boot epoch %llu, the copy that should serve holds %llu", what,
+		       (unsigned long long)info.boot_epoch, (unsigned long long)epoch);
+	T_EQ(info.nr_blocks, g_nr_blocks);
+	pmc_cache_close(c);
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	pmc_cache_get_info(c, &info);
+	T_EQ(info.boot_epoch, epoch + 1);
+	pmc_cache_abandon(c);
+	pmc_pmem_close(pm);
+	read_copy(1 - slot, &sb);
+	if (sb.seq != seq + 1 || sb.boot_epoch != epoch + 1)
+		T_FAIL("%s: the open committed seq %llu epoch %llu into copy %u, expected seq %llu "
+		       "epoch %llu",
+		       what, (unsigned long long)sb.seq, (unsigned long long)sb.boot_epoch, 1 - slot,
+		       (unsigned long long)(seq + 1), (unsigned long long)(epoch + 1));
+	printf("ok: %s: copy %u serves\n", what, slot);
 }
 
 int main(void)
@@ -138,6 +194,7 @@ int main(void)
 	T_EQ(info.was_clean, 1);
 	T_EQ(info.counts_valid, 1);
 	T_EQ(info.boot_epoch, 1);
+	g_nr_blocks = info.nr_blocks;
 	printf("ok: 16 MiB holds %llu blocks, data at %llu\n", (unsigned long long)info.nr_blocks,
 	       (unsigned long long)info.data_off);
 	pmc_cache_abandon(c); /* a crash: not clean */
@@ -161,17 +218,50 @@ int main(void)
 	pmc_cache_close(c);
 	pmc_pmem_close(pm);
 
-	/* one corrupt copy: the other one serves */
+	/* one corrupt copy: the other one serves, with what it holds, whether
+	 * the corrupt copy is the newer one or the older one */
 	edit_sb(0, flip_byte, 0);
 	edit_sb(1, flip_byte, 0);
 	refused(EUCLEAN, "superblock (both copies): bad checksum");
+	for (unsigned bad = 0; bad < 2; bad++) {
+		for (unsigned newer = 0; newer < 2; newer++) {
+			char what[96];
+
+			fresh(size);
+			mark_copy(newer, 8, 20 + newer);
+			mark_copy(1 - newer, 7, 20 + (1 - newer));
+			edit_sb(bad, flip_byte, 0);
+			snprintf(what, sizeof(what), "copy %u corrupt, copy %u the newer", bad, newer);
+			serves(20 + (1 - bad), 1 - bad, 1 - bad == newer ? 8 : 7, what);
+		}
+	}
+	/* both valid: the newer serves */
 	fresh(size);
-	edit_sb(1, flip_byte, 0);
-	T_OK(pmc_pmem_open(path, 0, &pm, &err));
-	T_OK(pmc_cache_open(pm, 0, &c, &err));
-	pmc_cache_close(c);
-	pmc_pmem_close(pm);
-	printf("ok: opened with superblock copy 1 corrupt\n");
+	mark_copy(0, 9, 30);
+	mark_copy(1, 8, 31);
+	serves(30, 0, 9, "both valid, copy 0 the newer");
+
+	/* seq is compared in serial-number order: past UINT64_MAX it wraps
+	 * to 0, which is newer, and so on up */
+	fresh(size);
+	mark_copy(0, UINT64_MAX, 40);
+	mark_copy(1, 0, 41);
+	serves(41, 1, 0, "seq wrapped: copy 0 at 2^64-1, copy 1 at 0");
+	fresh(size);
+	mark_copy(0, 1, 50);
+	mark_copy(1, UINT64_MAX - 1, 51);
+	serves(50, 0, 1, "seq wrapped: copy 0 at 1, copy 1 at 2^64-2");
+	fresh(size);
+	mark_copy(0, UINT64_MAX - 1, 60);
+	mark_copy(1, UINT64_MAX, 61);
+	serves(61, 1, UINT64_MAX, "seq about to wrap: copy 1 at 2^64-1 commits 0");
+	{
+		struct pmc_sb sb;
+
+		read_copy(0, &sb);
+		T_EQ(sb.seq, 0);
+		serves(62, 0, 0, "seq wrapped by a commit");
+	}
 
 	/* newer format, unknown features, inconsistent geometry */
 	fresh(size);

@@ -4,6 +4,7 @@
  * process; the pid lock refuses a second taker, naming the first. */
 #include <errno.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,14 +20,20 @@ static pid_t holder(const char *path, enum pmc_lock_mode mode)
 {
 	int p[2];
 	char c;
-	pid_t pid;
+	pid_t pid, parent;
 
 	T_TRUE(pipe(p) == 0);
+	parent = getpid();
 	pid = fork();
 	T_TRUE(pid >= 0);
 	if (pid == 0) {
 		struct pmc_pmem *pm;
 		struct pmc_err e = {0};
+
+		/* a failed check exits the test: the holder must not outlive it
+		 * (it would keep ctest waiting on its output) */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(1);
 
 		if (pmc_pmem_open(path, 0, &pm, &e) || pmc_pmem_lock(pm, mode, NULL, &e))
 			_exit(1);

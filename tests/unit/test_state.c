@@ -94,12 +94,30 @@ int main(void)
 	T_TRUE(f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f));
 	fclose(f);
 	T_TRUE(!strcmp(line, "vol0 dirty\n"));
-	/* vol1 only read: stays unrecorded */
+	/* vol1 only read (its disk is all zeroes): stays unrecorded */
+	memset(rb, 0x77, 16 * BS);
 	T_EQ(run(q, PMC_REQ_READ, v1, 0, 4 * BS, rb), 0);
+	for (size_t i = 0; i < 4 * BS; i++)
+		if (rb[i])
+			T_FAIL("vol1 byte %zu reads %#x, the disk holds zeroes", i, (unsigned char)rb[i]);
 	T_EQ(pmc_state_get(st, "vol1"), -ENOENT);
+	/* vol0's write reads back */
+	memset(rb, 0, 16 * BS);
+	T_EQ(run(q, PMC_REQ_READ, v0, 0, 16 * BS, rb), 0);
+	T_TRUE(!memcmp(rb, buf, 16 * BS));
 	/* flush_all: vol0 clean again */
 	T_OK(pmc_engine_flush_all(e, q, UINT32_MAX, NULL, NULL, &err));
 	T_EQ(pmc_state_get(st, "vol0"), 0);
+	{
+		/* ... because its data is on the disk */
+		int fd = open(disk0, O_RDONLY);
+
+		T_TRUE(fd >= 0);
+		memset(rb, 0, 16 * BS);
+		T_EQ(pread(fd, rb, 16 * BS, 0), 16 * BS);
+		close(fd);
+		T_TRUE(!memcmp(rb, buf, 16 * BS));
+	}
 	/* dirty again, and left dirty by a "crash" of the daemon */
 	T_EQ(run(q, PMC_REQ_WRITE, v0, 16 * BS, 4 * BS, buf), 0);
 	T_EQ(pmc_state_get(st, "vol0"), 1);

@@ -41,7 +41,7 @@ TOOLS="/usr/bin/ndctl /usr/bin/daxctl /usr/sbin/nvme /sbin/mke2fs /sbin/mkfs.ext
 	/usr/sbin/dmsetup /usr/sbin/make-bcache /usr/sbin/bcache-super-show /usr/bin/fio"
 # Modules insmod'ed at boot, in dependency order after resolution.
 MODS="nfit nd_pmem dax_pmem device_dax ublk_drv nvme dm_mod dm_writecache dm_flakey dm_delay
-	bcache ext4 9p 9pnet_virtio"
+	dm_log_writes bcache ext4 9p 9pnet_virtio"
 # Copied but not loaded: they take load-time parameters (brd rd_size=...).
 MODS_NOLOAD="brd"
 

@@ -22,6 +22,8 @@
 #   --no-sim        skip the host leg of each round (engine_crash --seed)
 #   --keep-going    after a failed round go on with fresh disks (the long
 #                   run); the exit code still says a round failed
+#   --boot-timeout S  a boot taking longer fails its round (default 3600;
+#                   a round under TCG on a loaded machine takes 5-25 min)
 #
 # A round is one guest boot: pmc-torture writes to every volume while the
 # round's faults happen in an order drawn from its seed; a round with a
@@ -40,6 +42,7 @@ set -uo pipefail
 
 SRC=$(cd "$(dirname "$0")" && pwd)
 BUILD= WORK= ROUNDS=1 DURATION=0 SEED= ROUND_SEED= CI=0 KEEP=0 EVENTS= SIM=1 KEEP_GOING=0
+BOOT_TIMEOUT=3600
 ARGS=("$@")
 die() {
 	echo "torture: $*" >&2
@@ -58,6 +61,7 @@ while [ $# -gt 0 ]; do
 	--events) EVENTS=$2; shift ;;
 	--no-sim) SIM=0 ;;
 	--keep-going) KEEP_GOING=1 ;;
+	--boot-timeout) BOOT_TIMEOUT=$2; shift ;;
 	*) die "unknown option $1 (see the head of torture.sh)" ;;
 	esac
 	shift
@@ -119,7 +123,7 @@ plan() {
 			"fail:$(pick error flakey):4:write-back" "remove:$((RANDOM % 3))"
 			"fill:$(pick wait around):15")
 	else
-		n=$((1 + RANDOM % 3))
+		n=$((2 + RANDOM % 4))
 		for ((i = 0; i < n; i++)); do ev+=(kill); done
 		n=$((RANDOM % 4))
 		for ((i = 0; i < n; i++)); do ev+=("mode:$((RANDOM % 3)):${MODES[RANDOM % 4]}"); done
@@ -226,7 +230,7 @@ boot() { # NAME ROUND_SEED START [CUT_MS] -- EVENTS...
 	shift 5
 	local cutargs=()
 	[ -n "$cut" ] && cutargs=(-k PMC_CUTME -d "0:$cut" -r "$rs")
-	"$SRC/run-guest.sh" -i "$IMAGE" -w "$WORK" -n "$name" "${BINS[@]}" -t 1200 "${cutargs[@]}" \
+	"$SRC/run-guest.sh" -i "$IMAGE" -w "$WORK" -n "$name" "${BINS[@]}" -t "$BOOT_TIMEOUT" "${cutargs[@]}" \
 		-- sh t-torture.sh "$ROUND" "$rs" "$start" "$@" >"$WORK/$name.out" 2>&1
 }
 

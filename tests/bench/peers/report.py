@@ -304,26 +304,29 @@ def main():
                 goal(f"replay_pass{p}_{s}_over_rawnvme", t / raw[p - 1] if t and raw[p - 1] else None,
                      "<=", 1.0)
 
-    # data files for plot.sh: one row per job, one column per system
+    # data files for plot.sh: one row per job, one column per system that
+    # ran (gnuplot refuses a column without a value)
+    ran = [s for s in SYSTEMS if any(res[(s, j)] for j in JOBS)]
+    rran = [s for s in REPLAY_SYSTEMS if rp[s]]
     with open(os.path.join(out, "iops.dat"), "w") as f:
-        f.write("job " + " ".join(SYSTEMS) + "\n")
+        f.write("job " + " ".join(ran) + "\n")
         for j in JOBS:
             f.write(j + " " + " ".join(
-                fmt(res[(s, j)] and res[(s, j)]["iops"], 0).replace("-", "NaN") for s in SYSTEMS) + "\n")
+                fmt(res[(s, j)] and res[(s, j)]["iops"], 0).replace("-", "NaN") for s in ran) + "\n")
     with open(os.path.join(out, "latency.dat"), "w") as f:
-        f.write("job " + " ".join(f"{s}_p50 {s}_p99" for s in SYSTEMS) + "\n")
+        f.write("job " + " ".join(f"{s}_p50 {s}_p99" for s in ran) + "\n")
         for j in JOBS:
             cols = []
-            for s in SYSTEMS:
+            for s in ran:
                 x = res[(s, j)]
                 cols += [fmt(x and x["p50"]), fmt(x and x["p99"])]
             f.write(j + " " + " ".join(c.replace("-", "NaN") for c in cols) + "\n")
     with open(os.path.join(out, "replay.dat"), "w") as f:
-        f.write("pass " + " ".join(REPLAY_SYSTEMS) + "\n")
+        f.write("pass " + " ".join(rran) + "\n")
         for p in (1, 2):
             f.write(f"pass{p} " + " ".join(
                 fmt((rp[s] or {}).get(p) and rp[s][p]["s"], 2).replace("-", "NaN")
-                for s in REPLAY_SYSTEMS) + "\n")
+                for s in rran) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-# t-bench.sh [full|smoke] [DELAY_MS] [RUNTIME_S] - guest: the same fio jobs on pmcache and
+# t-bench.sh [full|quick|smoke] [DELAY_MS] [RUNTIME_S] [SYSTEMS_LIST] - guest: the same fio jobs on pmcache and
 # its peers, one system after the other on the same NVMe disk (serial 1) and
 # on pmem of the same size (run-peers.sh sets both NVDIMMs to the same size):
 #   pmcache        /dev/ublkb0: pmcached over /dev/dax0.0, one write-back volume
@@ -32,22 +32,27 @@ MODE=${1:-full}
 DELAY=${2:-0}
 OUT=/host/out/bench
 SOCK=/tmp/pmcached.sock
-# RT/RAMP: seconds per timed job (RUNTIME_S, default 20, for a full run);
+# quick: half-size regions and a trace of 20000 requests over 400 MiB
+# (267 MiB touched) at caches of 80 MiB, for a loaded host.
+# RT/RAMP: seconds per timed job (RUNTIME_S, default 20, full and quick);
 # WS/WW/SEQ/FL: region sizes (MiB);
 # TRACE: pmc-trace-gen arguments; RC: the replay's cache size (MiB)
 case $MODE in
 full) RT=${3:-20} RAMP=2 WS=128 WW=128 SEQ=192 FL=64 TRACE= RC=224 ;;
+quick) RT=${3:-20} RAMP=2 WS=64 WW=64 SEQ=96 FL=32 TRACE="-f 400 -n 20000" RC=80 ;;
 smoke) RT=1 RAMP=0 WS=16 WW=16 SEQ=32 FL=8 TRACE="-f 256 -n 1500" RC=80 ;;
-*) echo "t-bench: mode full or smoke, not $MODE"; exit 2 ;;
+*) echo "t-bench: mode full, quick or smoke, not $MODE"; exit 2 ;;
 esac
 # regions of the disk (MiB): working set at 0, random writes at 256,
 # sequential writes at 512, the flush test at 896 (the disk has 1024)
 OFF_WW=256 OFF_SEQ=512 OFF_FL=896
-SYSTEMS=${PMC_BENCH_SYSTEMS:-pmcache ublkceiling dmwritecache bcache rawnvme}
-REPLAY_SYSTEMS=${PMC_BENCH_REPLAY_SYSTEMS:-pmcache dmwritecache bcache rawnvme}
+# SYSTEMS_LIST (comma-separated, default all) picks systems; the replay
+# runs on those of them that have a disk
+SYSTEMS=$(echo "${4:-pmcache,ublkceiling,dmwritecache,bcache,rawnvme}" | tr ',' ' ')
+REPLAY_SYSTEMS=$(for _s in $SYSTEMS; do [ $_s = ublkceiling ] || echo $_s; done | tr '\n' ' ')
 # a full run over a delayed disk leaves out the ceiling: it has no disk, so
 # it measures the same as without the delay (the smoke run keeps it)
-[ "$DELAY" -gt 0 ] && [ $MODE = full ] &&
+[ "$DELAY" -gt 0 ] && [ $MODE != smoke ] &&
 	SYSTEMS=$(echo $SYSTEMS | tr ' ' '\n' | grep -vx ublkceiling | tr '\n' ' ')
 
 mkdir -p $OUT

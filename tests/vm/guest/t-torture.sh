@@ -164,7 +164,7 @@ pmem_check() { # WHEN
 }
 # one line: every volume's mode, dirty and clean blocks, error; the writer
 status_line() { # WHAT
-	pmcachectl -s $SOCK --json status 2>&1 | tr -d ' \t\n\r' | tr '{' '\n' |
+	timeout 20 pmcachectl -s $SOCK --json status 2>&1 | tr -d ' \t\n\r' | tr '{' '\n' |
 		sed -n 's/.*"name":"\([^"]*\)".*"mode":"\([^"]*\)","draining":\([a-z]*\).*"dirty_blocks":\([0-9]*\),"clean_blocks":\([0-9]*\).*"error":\([0-9-]*\).*/\1 \2 draining=\3 dirty=\4 clean=\5 error=\6/p' |
 		tr '\n' ';' | sed "s/^/TORT_WAIT $1: /"
 	echo " writer (seq acked failed) $(cat $CTL.ack 2>/dev/null)"
@@ -183,6 +183,7 @@ ctl_wait() {
 		[ $_t -ge $((_n * 20 + 20)) ] && { _n=$((_n + 1)); status_line "$_what ${_t}s"; }
 		if [ $_t -ge $_secs ]; then
 			bad "$_what: pmcachectl $* still running after $_secs s"
+			blocked_tasks
 			kill $_p
 			break
 		fi
@@ -208,6 +209,7 @@ checker_ctl() { # LINES...: new control file for the writer, wait for its ack
 	done
 	bad "the writer did not take control file $CTLSEQ in 300 s ($*): I/O hangs"
 	status_line "hang"
+	blocked_tasks
 	return 1
 }
 acked_now() {
@@ -223,10 +225,35 @@ progress() { # WHAT
 	done
 	bad "$1: no write acknowledged in 300 s"
 	status_line "no progress"
+	blocked_tasks
 }
 secs() {
 	cut -d. -f1 /proc/uptime
 }
+# the kernel's list of blocked tasks with their stacks, and pmcached's log
+blocked_tasks() {
+	echo w >/proc/sysrq-trigger
+	dmesg | tail -n 80 | sed 's/^/TORT_DMESG /'
+	tail -n 20 $LOG | sed 's/^/TORT_PMCLOG /'
+	# the pmem as it is (read-only, past the busy check): descriptors per
+	# volume and state
+	timeout 120 pmcachectl -s /nonexistent --json dump $DAX --all 2>/dev/null |
+		tr -d ' \t\r' | tr '\n' ' ' | tr '{' '\n' |
+		sed -n 's/.*"state":"\([a-z]*\)","vol":\([0-9]*\),.*"pins":\([0-9]*\).*/vol\2 \1 pins=\3/p' |
+		sort | uniq -c | sed 's/^/TORT_DUMP /'
+}
+
+# a heartbeat on the console every 30 s: processes in D state and what
+# they wait in, the writer's counters; a hang shows what hangs
+(
+	while sleep 30; do
+		_d=$(for _s in /proc/[0-9]*/stat; do
+			awk '$3 == "D" { printf "%s/%s ", $1, $2 }' $_s 2>/dev/null
+		done)
+		echo "TORT_HEARTBEAT uptime=$(secs) load=$(cut -d' ' -f1-3 /proc/loadavg) writer=[$(cat $CTL.ack 2>/dev/null)] D=[$_d]"
+	done
+) &
+HBPID=$!
 
 # --- the checks a power cut left to this boot
 if [ "$START" = cut ]; then
@@ -248,6 +275,7 @@ start "round $ROUND" || exit 1
 echo "TORT_READY round $ROUND: $(grep ready: $LOG | tail -1)"
 if [ $# = 0 ]; then # a boot that only checks
 	stop
+	kill $HBPID
 	umount /state
 	exit $FAIL
 fi
@@ -360,6 +388,7 @@ sed 's/"volumes".*//' /tmp/ctl.out | grep -q '"dirty_blocks":0,' || bad "dirty b
 stop
 verify raw $D0 $D1 $RAW2
 pmem_check "after flush and clean stop"
+kill $HBPID
 umount /state
 echo "TORT_ROUND $([ $FAIL = 0 ] && echo ok || echo fail)"
 exit $FAIL

@@ -1,0 +1,53 @@
+/* diskid.h - the identity of a backing disk, recorded in its volume slot
+ * (format 1.1) and compared at every attach, so that a volume's cached
+ * data never reaches, and is never served as, another disk.
+ *
+ * The identity is a short text, stable across reboots and device renames:
+ *   nvme.nguid-<32 hex>        an NVMe namespace with an NGUID
+ *   nvme.eui64-<16 hex>        ... else with an EUI-64
+ *   nvme.sn-<serial>-ns<nsid>  ... else its controller's serial + namespace id
+ *   wwid-<wwid>                another block device with a WWID (sysfs)
+ *   serial-<serial>            ... else with a serial (sysfs)
+ *   devnum-<maj>:<min>         ... else its device number (not stable: a
+ *                              warning is logged when it is recorded)
+ *   file-<st_dev hex>:<st_ino> a regular file
+ * A partition adds "-p<N>". Whitespace runs become "_"; a text longer than
+ * PMC_DISK_ID_MAX keeps its head and ends in "~" and a 64-bit hash of the
+ * whole, so equal disks still give equal texts.
+ */
+#ifndef PMC_DISKID_H
+#define PMC_DISKID_H
+
+#include <stdint.h>
+
+#include "cache.h"
+#include "disk.h"
+#include "err.h"
+
+/* identify an open disk (fd of a block device or a regular file) */
+int pmc_disk_id_get(int fd, uint64_t size_bytes, struct pmc_disk_id *id, struct pmc_err *err);
+
+/* what pmc_disk_id_get() makes of sysfs values: normalise and bound */
+void pmc_disk_id_set_text(struct pmc_disk_id *id, const char *text);
+
+/* attach flags */
+#define PMC_ATTACH_REPLACE_DISK 1u  /* the volume's disk was replaced: record the new one */
+#define PMC_ATTACH_DISCARD_DIRTY 2u /* ... and drop its dirty blocks (they are lost) */
+
+/*
+ * At attach of volume vol (known to the cache) on disk: compare the disk's
+ * identity with the recorded one. Records it when none is (a volume of a
+ * 1.0 cache). A mismatch is refused (-EXDEV) with one line naming the
+ * volume, the recorded and the found identity, unless flags has
+ * PMC_ATTACH_REPLACE_DISK: then the volume's cached blocks are dropped
+ * (refused with -EBUSY while it has dirty ones, unless
+ * PMC_ATTACH_DISCARD_DIRTY) and the new identity is recorded.
+ */
+int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
+		       const struct pmc_disk *disk, unsigned flags, struct pmc_err *err);
+
+/* a new volume on disk: pmc_cache_volume_add with the disk's identity */
+int pmc_disk_id_volume_add(struct pmc_cache *c, const char *name, const struct pmc_disk *disk,
+			   uint64_t size_bytes, uint32_t *vol, struct pmc_err *err);
+
+#endif

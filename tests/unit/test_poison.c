@@ -1,0 +1,234 @@
+/* test_poison.c (ctest pmem_poison) - pmem media errors survived.
+ *
+ * The pmem is a plain file; cutting its tail off with ftruncate() while it
+ * is mapped makes every load from the cut pages raise SIGBUS, as a poisoned
+ * line of a devdax namespace does. The cache is filled so that every block
+ * is in use, some clean and some dirty; then the last blocks are cut off.
+ * Checked: reads of the blocks whose data was cut fail with EIO and the
+ * engine keeps serving every other block with its data; a dirty block's
+ * loss is the volume's sticky error and stays: it reads EIO again, also
+ * after a restart, never the disk's older data; write-back of a cut dirty
+ * block (io_uring cannot read its source) quarantines it instead of
+ * failing the disk; a clean cut block is dropped and the next read gets
+ * the disk's data; a whole-block write heals a lost block; no cut block is
+ * ever allocated again; the checker counts lost and retired blocks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "cache_internal.h"
+#include "check.h"
+#include "engine.h"
+#include "poison.h"
+#include "t.h"
+
+#define BS 4096
+#define NCUT 12u /* blocks cut off the end of the data area */
+
+static struct pmc_err err;
+static int ndone, last;
+
+static void cb(struct pmc_req *r, int res)
+{
+	ndone++;
+	last = res;
+}
+
+static int run(struct pmc_queue *q, enum pmc_req_op op, uint32_t vol, uint64_t lba, void *buf)
+{
+	struct pmc_req r = {.op = op, .vol = vol, .off = lba * BS, .len = BS, .buf = buf, .cb = cb};
+	int before = ndone;
+
+	T_OK(pmc_queue_submit(q, &r, &err));
+	while (ndone == before)
+		pmc_queue_poll(q, 1, 0);
+	return last;
+}
+
+static void fill(char *b, uint64_t lba, unsigned ver)
+{
+	for (unsigned i = 0; i < BS / 8; i++)
+		((uint64_t *)b)[i] = lba << 16 | ver << 8 | i;
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char pmem[256], disk[256];
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	struct pmc_engine *e;
+	struct pmc_queue *q;
+	struct pmc_disk *d;
+	struct pmc_cache_info ci;
+	struct pmc_check_report rep;
+	uint64_t n, cut, size, *blk_of;
+	uint8_t *state_of, *lost;
+	uint32_t vol;
+	unsigned nclean = 0, ndirty = 0, nread_dirty = 0;
+	char *buf = aligned_alloc(BS, BS), *want = aligned_alloc(BS, BS);
+	int fd;
+
+	snprintf(pmem, sizeof(pmem), "%s/pmc-poison-%d.pmem", tmp, getpid());
+	snprintf(disk, sizeof(disk), "%s/pmc-poison-%d.disk", tmp, getpid());
+	unlink(pmem);
+	size = (2u << 20) + 256 * BS;
+	T_OK(pmc_pmem_open(pmem, size, &pm, &err));
+	T_OK(pmc_cache_format(pm, NULL, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	pmc_cache_get_info(c, &ci);
+	n = ci.nr_blocks;
+	T_TRUE(n > 4 * NCUT);
+	fd = open(disk, O_CREAT | O_TRUNC | O_RDWR, 0600);
+	T_TRUE(fd >= 0 && ftruncate(fd, (off_t)(4 * n * BS)) == 0);
+	for (uint64_t lba = 0; lba < n; lba++) {
+		fill(buf, lba, 0);
+		T_EQ(pwrite(fd, buf, BS, (off_t)(lba * BS)), BS);
+	}
+	close(fd);
+	T_OK(pmc_engine_create(c, NULL, &e, &err));
+	T_OK(pmc_disk_open(disk, 0, &d, &err));
+	T_OK(pmc_engine_attach(e, "v", d, NULL, &vol, &err));
+	T_OK(pmc_queue_create(e, 4, &q, &err));
+
+	/* every block in use: the first n - 8 written and written back
+	 * (clean), the last 8 dirty */
+	for (uint64_t lba = 0; lba < n; lba++) {
+		if (lba == n - 8)
+			T_OK(pmc_engine_flush_all(e, q, UINT32_MAX, NULL, NULL, &err));
+		fill(buf, lba, 1);
+		T_EQ(run(q, PMC_REQ_WRITE, vol, lba, buf), 0);
+	}
+	blk_of = calloc(n, sizeof(*blk_of));
+	state_of = calloc(n, 1);
+	lost = calloc(n, 1);
+	cut = n - NCUT;
+	for (uint64_t lba = 0; lba < n; lba++) {
+		enum pmc_block_state st;
+
+		T_OK(pmc_cache_lookup_pin(c, vol, lba, &blk_of[lba], &st));
+		pmc_cache_unpin(c, blk_of[lba]);
+		state_of[lba] = (uint8_t)st;
+		if (blk_of[lba] >= cut) {
+			nclean += st == PMC_BLK_CLEAN;
+			ndirty += st == PMC_BLK_DIRTY;
+		}
+	}
+	printf("%" PRIu64 " blocks; the last %u cut off: %u clean, %u dirty\n", n, NCUT, nclean,
+	       ndirty);
+	T_TRUE(nclean > 0 && ndirty > 1 && nclean + ndirty == NCUT);
+
+	/* the media error: the data area's last NCUT blocks vanish */
+	T_EQ(truncate(pmem, (off_t)(ci.data_off + cut * BS)), 0);
+
+	/* half the cut dirty blocks are read: EIO, quarantined as LOST */
+	for (uint64_t lba = 0; lba < n; lba++) {
+		int rc;
+
+		if (blk_of[lba] < cut || state_of[lba] != PMC_BLK_DIRTY || nread_dirty >= ndirty / 2)
+			continue;
+		rc = run(q, PMC_REQ_READ, vol, lba, buf);
+		T_EQ(rc, -EIO);
+		lost[lba] = 1;
+		nread_dirty++;
+	}
+	T_EQ(pmc_engine_volume_error(e, vol), EIO);
+	printf("ok: %u poisoned dirty blocks read: EIO, the volume's error is EIO\n", nread_dirty);
+	/* the other half: write-back cannot read them, quarantines them and
+	 * finishes; the disk keeps its older data, no disk error is recorded */
+	pmc_engine_clear_error(e, vol);
+	T_OK(pmc_engine_flush_all(e, q, UINT32_MAX, NULL, NULL, &err));
+	T_EQ(pmc_engine_volume_error(e, vol), EIO); /* the loss, not a disk failure */
+	for (uint64_t lba = 0; lba < n; lba++) {
+		if (blk_of[lba] >= cut && state_of[lba] == PMC_BLK_DIRTY && !lost[lba]) {
+			lost[lba] = 1;
+			fd = open(disk, O_RDONLY);
+			T_EQ(pread(fd, buf, BS, (off_t)(lba * BS)), BS);
+			close(fd);
+			fill(want, lba, 0);
+			T_TRUE(!memcmp(buf, want, BS)); /* nothing was written from a cut block */
+		}
+	}
+	printf("ok: write-back quarantined the other poisoned dirty blocks\n");
+
+	/* every block: lost ones EIO (again), cut clean ones EIO once, then the
+	 * disk's data; all others their data */
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint64_t lba = 0; lba < n; lba++) {
+			int rc = run(q, PMC_REQ_READ, vol, lba, buf);
+
+			if (lost[lba]) {
+				T_EQ(rc, -EIO);
+				continue;
+			}
+			if (blk_of[lba] >= cut && pass == 0) {
+				T_EQ(rc, -EIO);
+				continue;
+			}
+			T_EQ(rc, 0);
+			fill(want, lba, 1);
+			if (memcmp(buf, want, BS))
+				T_FAIL("pass %d: block %" PRIu64 " (cache block %" PRIu64
+				       ") has wrong data", pass, lba, blk_of[lba]);
+		}
+	}
+	printf("ok: lost blocks read EIO, cut clean blocks dropped, every other block served\n");
+
+	/* a whole-block write heals a lost block; nothing lands in a cut block
+	 * (a store there would kill the test with SIGBUS) */
+	for (uint64_t lba = 0; lba < n; lba++) {
+		if (!lost[lba])
+			continue;
+		fill(buf, lba, 2);
+		T_EQ(run(q, PMC_REQ_WRITE, vol, lba, buf), 0);
+		T_EQ(run(q, PMC_REQ_READ, vol, lba, buf), 0);
+		fill(want, lba, 2);
+		T_TRUE(!memcmp(buf, want, BS));
+		lost[lba] = 0;
+		break;
+	}
+	for (uint64_t lba = 0; lba < n; lba++) {
+		fill(buf, lba, 3);
+		if (lost[lba])
+			continue;
+		T_EQ(run(q, PMC_REQ_WRITE, vol, lba, buf), 0);
+	}
+	printf("ok: a rewrite heals a lost block; %" PRIu64 " more writes never touched a cut block\n",
+	       n);
+	T_OK(pmc_cache_check(c, &rep, &err));
+	T_EQ(rep.lost + rep.bad, NCUT);
+	T_EQ(rep.lost, ndirty - 1);
+	printf("ok: check: %" PRIu64 " lost, %" PRIu64 " retired\n", rep.lost, rep.bad);
+
+	/* restart over the repaired file: the loss is remembered */
+	pmc_queue_destroy(q);
+	pmc_engine_destroy(e);
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	T_EQ(truncate(pmem, (off_t)size), 0);
+	T_OK(pmc_pmem_open(pmem, 0, &pm, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	T_OK(pmc_engine_create(c, NULL, &e, &err));
+	T_OK(pmc_disk_open(disk, 0, &d, &err));
+	T_OK(pmc_engine_attach(e, "v", d, NULL, &vol, &err));
+	T_OK(pmc_queue_create(e, 4, &q, &err));
+	for (uint64_t lba = 0; lba < n; lba++)
+		if (lost[lba])
+			T_EQ(run(q, PMC_REQ_READ, vol, lba, buf), -EIO);
+	T_EQ(pmc_engine_volume_error(e, vol), EIO);
+	pmc_queue_destroy(q);
+	pmc_engine_destroy(e);
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	printf("ok: after a restart the lost blocks still read EIO\n");
+	unlink(pmem);
+	unlink(disk);
+	free(blk_of);
+	free(state_of);
+	free(lost);
+	free(buf);
+	free(want);
+	printf("PASS pmem_poison\n");
+	return 0;
+}
