@@ -260,12 +260,21 @@ int pmc_cache_dirty_next(struct pmc_cache *c, uint64_t from, uint64_t *blk)
 void pmc_cache_dirty_forget(struct pmc_cache *c, uint64_t blk)
 {
 	struct pmc_desc *d = &c->descs[blk];
-	uint64_t lba = __atomic_load_n(&d->lba, __ATOMIC_RELAXED);
-	uint32_t vol = __atomic_load_n(&d->vol, __ATOMIC_RELAXED), s;
-	uint64_t b, *link;
+	uint64_t lba, b, *link;
+	uint32_t vol, s;
 
+	if (c->rdonly)
+		return;
+	/* claimed, so that nobody allocates and publishes it under a new
+	 * key (and marks it) while its old key is checked here; a pinned
+	 * block keeps its mark (looked at again in a later pass) */
+	if (!claim(c, blk))
+		return;
+	lba = __atomic_load_n(&d->lba, __ATOMIC_RELAXED);
+	vol = __atomic_load_n(&d->vol, __ATOMIC_RELAXED);
 	if (vol >= c->max_volumes) {
 		pmc_dirty_mark(c, blk, 0);
+		pmc_cache_unpin(c, blk);
 		return;
 	}
 	b = pmc_index_bucket(c, vol, lba);
@@ -276,6 +285,7 @@ void pmc_cache_dirty_forget(struct pmc_cache *c, uint64_t blk)
 	    (pmc_load64(&d->state) & 0xff) != PMC_BLK_DIRTY)
 		pmc_dirty_mark(c, blk, 0);
 	pthread_mutex_unlock(&c->stripe[s]);
+	pmc_cache_unpin(c, blk);
 }
 
 void *pmc_cache_block_data(struct pmc_cache *c, uint64_t blk)

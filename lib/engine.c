@@ -203,6 +203,12 @@ void pmc_engine_destroy(struct pmc_engine *e)
 		free(w->iov);
 		free(w);
 	}
+	while (e->wb_round_free) {
+		struct wb_round *r = e->wb_round_free;
+
+		e->wb_round_free = r->next;
+		free(r);
+	}
 	pthread_mutex_destroy(&e->lock);
 	pthread_mutex_destroy(&e->wb_lock);
 	pthread_mutex_destroy(&e->dw_lock);

@@ -29,7 +29,8 @@
 
 #define GHOST_SLOTS 65536u	/* n-miss admission: counters of recent misses */
 #define WB_BATCH 512u		/* blocks considered per write-back step */
-#define WB_SCAN 4096u		/* descriptors swept per write-back step */
+#define WB_SCAN 4096u		/* descriptors (or dirty-map bits) looked at per write-back step */
+#define WB_REBUILD 16384u	/* descriptors the dirty-map rebuild reads per write-back step */
 #define WB_BACKOFF_MAX_MS 60000u
 #define NO_BLK UINT64_MAX
 #define HIT_BLK (UINT64_MAX - 1) /* read: served from pmem already */
@@ -69,18 +70,41 @@ struct pmc_evol {
 	struct pmc_ratelimit rl;
 };
 
+struct wb_round;
+
+/* one write-back write: plain, made durable by its round's sync */
 struct wb_io {
 	struct pmc_io io;
 	struct pmc_engine *e;
 	struct pmc_queue *q;
+	struct wb_round *round;	/* the round it belongs to */
 	uint32_t vol;
 	uint32_t n;
 	uint64_t lba;		/* first block */
 	uint64_t start_ns;
 	uint64_t *blk;		/* [max_io_blocks] */
 	struct iovec *iov;	/* [max_io_blocks] */
-	struct wb_io *next;	/* free list */
+	struct wb_io *next;	/* free list; the round's completed writes */
 	struct wb_io *fnext, **fprev; /* in-flight list (dw_lock) */
+};
+
+/*
+ * The writes one write-back step started for one volume, and the sync
+ * (PMC_IO_FSYNC, fdatasync through the disk's ops) issued once all of
+ * them completed; the blocks of the writes that succeeded are marked
+ * clean when the sync succeeded. Under wb_lock; on the queue that runs
+ * the step (its writes and sync complete there).
+ */
+struct wb_round {
+	struct pmc_io io;	/* the sync */
+	struct pmc_engine *e;
+	struct pmc_queue *q;
+	uint32_t vol;
+	int sealed;		/* the step submitted every write it will */
+	unsigned writes;	/* writes in flight */
+	struct wb_io *done;	/* writes completed without error */
+	uint64_t gen;		/* the volume's wr_done when the sync was issued */
+	struct wb_round *next;	/* free list */
 };
 
 struct wb_item {
@@ -115,15 +139,18 @@ struct pmc_engine {
 	struct pmc_req_ctx *around_flying; /* write-around and discard requests */
 	struct pmc_req_ctx *fg_flying;	   /* requests with disk writes held or in flight */
 	uint64_t dw_seq;		   /* order of foreground disk writes (dw_lock) */
-	uint64_t wb_cursor;
+	uint64_t wb_cursor;	/* next descriptor, or next block of the dirty map */
+	int wb_map;		/* the dirty map is complete: write-back walks it */
 	int wb_active;		/* between the watermarks */
-	unsigned wb_inflight;
+	unsigned wb_inflight;	/* write-back writes in flight */
+	unsigned wb_held;	/* ... completed, waiting for their round's sync */
 	uint32_t wb_force_vol;	/* flush_all: UINT32_MAX all, NONE none */
 	int wb_force;
 	uint64_t *wb_oldest;	/* [max_volumes] oldest birth in the current sweep */
 	uint64_t wb_swept;	/* descriptors swept in the current pass */
 	struct wb_item *items;	/* [WB_BATCH] */
 	struct wb_io *wb_free;
+	struct wb_round *wb_round_free;
 };
 
 struct pmc_req_ctx {

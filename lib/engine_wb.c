@@ -1,17 +1,39 @@
 /* engine_wb.c - write-back.
  *
- * Write-back sweeps the descriptor table with a cursor, picks live dirty
- * blocks (all of them above the high watermark until below the low one,
- * otherwise those older than max_age or of a draining volume), sorts them
- * by (volume, LBA), merges neighbours (also looked up beyond the sweep)
- * into writes of up to max_io_bytes from pinned pmem blocks (no bounce
- * buffer), and marks each block clean only after its RWF_DSYNC write
- * completed. A failed write leaves the blocks dirty, sets the volume's
- * sticky error and backs the volume off (doubling up to 60 s).
+ * Finding dirty blocks costs what the dirty blocks cost, not what the cache
+ * size does: write-back walks the core's DRAM dirty map (1 bit per block,
+ * pmc_cache_dirty_next) with a cursor. After an open the map lacks the
+ * dirty blocks of the previous boot until pmc_cache_dirty_rebuild has read
+ * every descriptor; each write-back step runs WB_REBUILD descriptors of
+ * that rebuild and, until it is complete, sweeps the descriptor table with
+ * the old cursor (WB_SCAN descriptors per step), so those blocks are
+ * written back meanwhile and no request waits for the rebuild. A marked
+ * block that is not the live dirty copy of its key is dropped from the map
+ * (pmc_cache_dirty_forget). A full pass (the map's end, or every
+ * descriptor) publishes each volume's oldest dirty birth.
+ *
+ * Of the blocks found, write-back picks live dirty ones (all of them above
+ * the high watermark until below the low one, otherwise those older than
+ * max_age or of a draining volume), sorts them by (volume, LBA) and merges
+ * neighbours (also looked up beyond the sweep) into writes of up to
+ * max_io_bytes from pinned pmem blocks (no bounce buffer).
+ *
+ * Durability (lib/ORDERING.md): the writes one step starts for a volume are
+ * a round. They are plain writes (no RWF_DSYNC); once every write of the
+ * round completed, one sync (PMC_IO_FSYNC: fdatasync through the disk's
+ * ops) is issued, and only when it succeeded are the blocks of the writes
+ * that succeeded marked clean (pmc_cache_mark_clean_n: one persist barrier
+ * per batch), as dm-writecache does. A failed write leaves its blocks
+ * dirty; a failed sync leaves every block of the round dirty. Either sets
+ * the volume's sticky error and backs the volume off (doubling up to 60 s).
+ * A write stays in the in-flight list, pinned, until its round's sync
+ * completed and its blocks were marked clean: foreground disk writes of
+ * those blocks wait for that.
  *
  * Locking: write-back state belongs to the thread in writeback_step
  * (wb_lock); its disk writes in flight are listed under dw_lock so that
- * foreground disk writes of the same blocks wait for them.
+ * foreground disk writes of the same blocks wait for them. A round's
+ * writes and its sync run on the queue of the step that started them.
  */
 #define _GNU_SOURCE
 #include "engine_internal.h"
@@ -40,53 +62,165 @@ static struct wb_io *wb_get(struct pmc_engine *e)
 	return w;
 }
 
-static void wb_done(struct pmc_io *io, int res)
+/* wb_lock held */
+static struct wb_round *round_get(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol)
 {
-	struct wb_io *w = (struct wb_io *)io;
-	struct pmc_engine *e = w->e;
-	struct pmc_evol *v = &e->vols[w->vol];
-	struct pmc_vol_stats *st = &w->q->stats[w->vol];
+	struct wb_round *r = e->wb_round_free;
 
-	/* a source the kernel could not read: quarantined, not a disk error */
-	if (res < 0 && pmc_eng_write_poisoned(e, w->vol, w->lba, w->blk, w->n))
-		res = 1;
-	for (uint32_t i = 0; i < w->n; i++) {
-		if (res == 0)
-			pmc_cache_mark_clean(e->c, w->vol, w->lba + i, w->blk[i]);
+	if (r)
+		e->wb_round_free = r->next;
+	else if (!(r = calloc(1, sizeof(*r))))
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	r->e = e;
+	r->q = q;
+	r->vol = vol;
+	return r;
+}
+
+/* a write leaves: unpinned, out of the in-flight list, free; wb_lock held */
+static void wb_release(struct pmc_engine *e, struct wb_io *w)
+{
+	for (uint32_t i = 0; i < w->n; i++)
 		pmc_cache_unpin(e->c, w->blk[i]);
-	}
-	pmc_eng_stat_lat(w->q, st, PMC_LAT_WRITEBACK, w->start_ns);
 	pthread_mutex_lock(&e->dw_lock);
 	*w->fprev = w->fnext;
 	if (w->fnext)
 		w->fnext->fprev = w->fprev;
 	pthread_mutex_unlock(&e->dw_lock);
-	/* any queue may run write-back: its state is under wb_lock */
+	w->next = e->wb_free;
+	e->wb_free = w;
+}
+
+/* a write or sync of vol failed: sticky error, back-off; wb_lock held */
+static void wb_failed(struct pmc_engine *e, struct pmc_vol_stats *st, uint32_t vol, int res,
+		      const char *what)
+{
+	struct pmc_evol *v = &e->vols[vol];
+	unsigned b = atomic_load(&v->backoff_ms);
+
+	atomic_fetch_add(&v->fail_streak, 1);
+	STAT_ADD(st, wb_errors, 1);
+	pmc_eng_volume_failed(e, vol, res, what);
+	b = b ? (b * 2 > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : b * 2) : e->wb.retry_ms;
+	atomic_store(&v->backoff_ms, b);
+	atomic_store(&v->retry_at_ns, pmc_mono_ns() + (uint64_t)b * 1000000ull);
+}
+
+/* mark the blocks of r's completed writes clean, PMC_BATCH_MAX at a time */
+static void round_mark_clean(struct pmc_engine *e, struct wb_round *r)
+{
+	uint64_t lba[PMC_BATCH_MAX], blk[PMC_BATCH_MAX];
+	int res[PMC_BATCH_MAX];
+	uint32_t n = 0;
+
+	for (struct wb_io *w = r->done; w; w = w->next) {
+		for (uint32_t i = 0; i < w->n; i++) {
+			lba[n] = w->lba + i;
+			blk[n] = w->blk[i];
+			if (++n == PMC_BATCH_MAX) {
+				pmc_cache_mark_clean_n(e->c, r->vol, lba, blk, n, res);
+				n = 0;
+			}
+		}
+	}
+	if (n)
+		pmc_cache_mark_clean_n(e->c, r->vol, lba, blk, n, res);
+}
+
+/* the round's sync completed: clean only what it made durable */
+static void round_synced(struct pmc_io *io, int res)
+{
+	struct wb_round *r = (struct wb_round *)io;
+	struct pmc_engine *e = r->e;
+	struct pmc_evol *v = &e->vols[r->vol];
+	struct pmc_vol_stats *st = &r->q->stats[r->vol];
+
+	if (res == 0) {
+		pmc_eng_synced_advance(v, r->gen);
+		round_mark_clean(e, r);
+	}
 	pthread_mutex_lock(&e->wb_lock);
-	if (res > 0) {
-		/* poisoned source: nothing marked clean, the rest is written
-		 * back again; no disk error, no back-off */
-	} else if (res == 0) {
-		STAT_ADD(st, wb_ios, 1);
-		STAT_ADD(st, wb_blocks, w->n);
-		STAT_ADD(st, wb_bytes, (uint64_t)w->n * e->bs);
-		STAT_ADD(st, wb_merged_blocks, w->n - 1);
+	while (r->done) {
+		struct wb_io *w = r->done;
+
+		r->done = w->next;
+		if (res == 0) {
+			STAT_ADD(st, wb_ios, 1);
+			STAT_ADD(st, wb_blocks, w->n);
+			STAT_ADD(st, wb_bytes, (uint64_t)w->n * e->bs);
+			STAT_ADD(st, wb_merged_blocks, w->n - 1);
+		}
+		pmc_eng_stat_lat(w->q, st, PMC_LAT_WRITEBACK, w->start_ns);
+		wb_release(e, w);
+		e->wb_held--;
+	}
+	if (res == 0) {
 		atomic_store(&v->backoff_ms, 0);
 		atomic_store(&v->fail_streak, 0);
 	} else {
-		unsigned b = atomic_load(&v->backoff_ms);
-
-		atomic_fetch_add(&v->fail_streak, 1);
-		STAT_ADD(st, wb_errors, 1);
-		pmc_eng_volume_failed(e, w->vol, res, "write-back");
-		b = b ? (b * 2 > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : b * 2) : e->wb.retry_ms;
-		atomic_store(&v->backoff_ms, b);
-		atomic_store(&v->retry_at_ns, pmc_mono_ns() + (uint64_t)b * 1000000ull);
+		wb_failed(e, st, r->vol, res, "write-back sync");
 	}
-	e->wb_inflight--;
-	w->next = e->wb_free;
-	e->wb_free = w;
+	r->next = e->wb_round_free;
+	e->wb_round_free = r;
 	pthread_mutex_unlock(&e->wb_lock);
+}
+
+/*
+ * r is sealed and none of its writes is in flight: sync what completed
+ * (r then leaves in round_synced), or free r when nothing did. wb_lock
+ * held; returns r if its sync is to be submitted after the unlock.
+ */
+static struct wb_round *round_close(struct pmc_engine *e, struct wb_round *r)
+{
+	struct pmc_io *io = &r->io;
+
+	if (!r->done) {
+		r->next = e->wb_round_free;
+		e->wb_round_free = r;
+		return NULL;
+	}
+	memset(io, 0, sizeof(*io));
+	io->op = PMC_IO_FSYNC;
+	io->disk = e->vols[r->vol].disk;
+	io->cb = round_synced;
+	/* covers every plain write of the volume completed by now (FLUSH) */
+	r->gen = atomic_load(&e->vols[r->vol].wr_done);
+	return r;
+}
+
+static void wb_done(struct pmc_io *io, int res)
+{
+	struct wb_io *w = (struct wb_io *)io;
+	struct pmc_engine *e = w->e;
+	struct wb_round *r = w->round, *sync = NULL;
+	struct pmc_vol_stats *st = &w->q->stats[w->vol];
+
+	/* a source the kernel could not read: quarantined, not a disk error */
+	if (res < 0 && pmc_eng_write_poisoned(e, w->vol, w->lba, w->blk, w->n))
+		res = 1;
+	/* any queue may run write-back: its state is under wb_lock */
+	pthread_mutex_lock(&e->wb_lock);
+	e->wb_inflight--;
+	r->writes--;
+	if (res == 0) {
+		/* in the disk's cache: clean once the round's sync succeeded */
+		w->next = r->done;
+		r->done = w;
+		e->wb_held++;
+	} else {
+		/* poisoned source (res > 0): nothing marked clean, the rest is
+		 * written back again; no disk error, no back-off */
+		if (res < 0)
+			wb_failed(e, st, w->vol, res, "write-back");
+		pmc_eng_stat_lat(w->q, st, PMC_LAT_WRITEBACK, w->start_ns);
+		wb_release(e, w);
+	}
+	if (r->sealed && r->writes == 0)
+		sync = round_close(e, r);
+	pthread_mutex_unlock(&e->wb_lock);
+	if (sync)
+		pmc_ring_submit(sync->q->ring, &sync->io);
 }
 
 static int item_cmp(const void *a, const void *b)
@@ -119,57 +253,116 @@ static int vol_eligible(struct pmc_engine *e, uint32_t vol, uint64_t now)
 	return v->disk && atomic_load(&v->retry_at_ns) <= now;
 }
 
-/* sweep part of the descriptor table for write-back candidates */
-static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns, unsigned want)
+/* a full pass over the dirty blocks: publish the oldest dirty ages */
+static void wb_pass_done(struct pmc_engine *e)
+{
+	for (uint32_t j = 0; j < e->c->max_volumes; j++) {
+		atomic_store(&e->vols[j].oldest_birth_ns, e->wb_oldest[j]);
+		e->wb_oldest[j] = UINT64_MAX;
+	}
+}
+
+/*
+ * Look at descriptor i: if it is a live dirty block, count its birth for
+ * its volume's oldest age and, if it is due, add it to e->items[*n].
+ * -ENOENT: not a live dirty block.
+ */
+static int wb_consider(struct pmc_engine *e, uint64_t i, uint64_t now, uint64_t aged, unsigned *n)
 {
 	struct pmc_cache *c = e->c;
-	uint64_t aged = pmc_now_ns() - max_age_ns; /* born before this: due */
+	struct pmc_desc *d = &c->descs[i];
+	uint64_t st, lba, birth, volgen, gs;
+	uint32_t vol;
+
+	st = pmc_load64(&d->state) & 0xff;
+	if (st != PMC_BLK_DIRTY)
+		return -ENOENT;
+	/* unlocked: word by word with atomic loads (publish stores the key
+	 * the same way); wb_pin checks the block under its lock later */
+	lba = __atomic_load_n(&d->lba, __ATOMIC_RELAXED);
+	volgen = __atomic_load_n((uint64_t *)&d->vol, __ATOMIC_RELAXED);
+	birth = __atomic_load_n(&d->birth_ns, __ATOMIC_RELAXED);
+	vol = (uint32_t)volgen;
+	if (vol >= c->max_volumes)
+		return -ENOENT;
+	gs = pmc_load64(&c->vols[vol].gen_state);
+	if (PMC_VOL_STATE(gs) != PMC_VOL_ACTIVE || (uint32_t)PMC_VOL_GEN(gs) != volgen >> 32)
+		return -ENOENT;
+	if (birth < e->wb_oldest[vol])
+		e->wb_oldest[vol] = birth;
+	if (!vol_eligible(e, vol, now))
+		return 0;
+	if (!(e->wb_active ||
+	      (e->wb_force && (e->wb_force_vol == UINT32_MAX || e->wb_force_vol == vol)) ||
+	      atomic_load(&e->vols[vol].draining) || (birth < aged && birth)))
+		return 0;
+	e->items[*n].vol = vol;
+	e->items[*n].lba = lba;
+	e->items[*n].blk = i;
+	(*n)++;
+	return 0;
+}
+
+/* until the dirty map is complete: sweep part of the descriptor table */
+static unsigned wb_sweep_descs(struct pmc_engine *e, uint64_t now, uint64_t aged, unsigned want)
+{
+	struct pmc_cache *c = e->c;
 	unsigned n = 0;
 
 	for (unsigned k = 0; k < WB_SCAN && n < want; k++) {
 		uint64_t i = e->wb_cursor;
-		struct pmc_desc *d = &c->descs[i];
-		uint64_t st, lba, birth, volgen, gs;
-		uint32_t vol;
 
 		e->wb_cursor = (i + 1) % c->nr_blocks;
 		if (++e->wb_swept >= c->nr_blocks) {
-			/* a full pass: publish the oldest dirty ages */
-			for (uint32_t j = 0; j < c->max_volumes; j++) {
-				atomic_store(&e->vols[j].oldest_birth_ns, e->wb_oldest[j]);
-				e->wb_oldest[j] = UINT64_MAX;
-			}
+			wb_pass_done(e);
 			e->wb_swept = 0;
 		}
-		st = pmc_load64(&d->state) & 0xff;
-		if (st != PMC_BLK_DIRTY)
-			continue;
-		/* unlocked: word by word with atomic loads (publish stores the key
-		 * the same way); wb_pin checks the block under its lock later */
-		lba = __atomic_load_n(&d->lba, __ATOMIC_RELAXED);
-		volgen = __atomic_load_n((uint64_t *)&d->vol, __ATOMIC_RELAXED);
-		birth = __atomic_load_n(&d->birth_ns, __ATOMIC_RELAXED);
-		vol = (uint32_t)volgen;
-		if (vol >= c->max_volumes)
-			continue;
-		gs = pmc_load64(&c->vols[vol].gen_state);
-		if (PMC_VOL_STATE(gs) != PMC_VOL_ACTIVE || (uint32_t)PMC_VOL_GEN(gs) != volgen >> 32)
-			continue;
-		if (birth < e->wb_oldest[vol])
-			e->wb_oldest[vol] = birth;
-		if (!vol_eligible(e, vol, now))
-			continue;
-		if (!(e->wb_active || (e->wb_force && (e->wb_force_vol == UINT32_MAX ||
-						       e->wb_force_vol == vol)) ||
-		      atomic_load(&e->vols[vol].draining) ||
-		      (birth < aged && birth)))
-			continue;
-		e->items[n].vol = vol;
-		e->items[n].lba = lba;
-		e->items[n].blk = i;
-		n++;
+		wb_consider(e, i, now, aged, &n);
 	}
 	return n;
+}
+
+/* walk the dirty map from the cursor: at most WB_SCAN marked blocks and
+ * one wrap per step */
+static unsigned wb_sweep_map(struct pmc_engine *e, uint64_t now, uint64_t aged, unsigned want)
+{
+	struct pmc_cache *c = e->c;
+	unsigned n = 0, wraps = 0;
+
+	for (unsigned k = 0; k < WB_SCAN && n < want;) {
+		uint64_t blk;
+
+		if (pmc_cache_dirty_next(c, e->wb_cursor, &blk)) {
+			wb_pass_done(e);
+			e->wb_cursor = 0;
+			if (wraps++)
+				break;
+			continue;
+		}
+		e->wb_cursor = blk + 1;
+		k++;
+		if (wb_consider(e, blk, now, aged, &n))
+			pmc_cache_dirty_forget(c, blk); /* checked under its lock */
+	}
+	return n;
+}
+
+/* find write-back candidates; runs the dirty map's rebuild meanwhile */
+static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns, unsigned want)
+{
+	uint64_t aged = pmc_now_ns() - max_age_ns; /* born before this: due */
+
+	if (!e->wb_map && pmc_cache_dirty_rebuild(e->c, WB_REBUILD)) {
+		/* complete: from now on the map; a new pass starts */
+		e->wb_map = 1;
+		e->wb_cursor = 0;
+		e->wb_swept = 0;
+		for (uint32_t j = 0; j < e->c->max_volumes; j++)
+			e->wb_oldest[j] = UINT64_MAX;
+	}
+	if (e->wb_map)
+		return wb_sweep_map(e, now, aged, want);
+	return wb_sweep_descs(e, now, aged, want);
 }
 
 /*
@@ -212,7 +405,8 @@ int pmc_eng_wb_claim(struct pmc_engine *e, struct wb_io *w)
 	return 0;
 }
 
-static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_io *w)
+static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_round *r,
+		      struct wb_io *w)
 {
 	struct pmc_io *io = &w->io;
 
@@ -227,11 +421,13 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_io *w
 	io->len = (uint64_t)w->n * e->bs;
 	io->iov = w->iov;
 	io->iovcnt = (int)w->n;
-	io->rw_flags = RWF_DSYNC; /* clean only once durable on the disk */
+	io->rw_flags = 0; /* plain: durable once the round's sync completed */
 	io->cb = wb_done;
 	w->e = e;
 	w->q = q;
 	w->start_ns = pmc_eng_queue_now(q);
+	w->round = r;
+	r->writes++;
 	e->wb_inflight++;
 	pmc_ring_submit(q->ring, io);
 }
@@ -258,12 +454,21 @@ static void wb_finish_drains(struct pmc_engine *e)
 	}
 }
 
+/* the step submitted every write of r it will; wb_lock held */
+static void round_seal(struct pmc_engine *e, struct wb_round *r)
+{
+	r->sealed = 1;
+	if (r->writes == 0 && round_close(e, r))
+		pmc_ring_submit(r->q->ring, &r->io);
+}
+
 int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 {
 	struct pmc_cache_info ci;
 	struct pmc_wb_conf wb;
 	uint64_t now = pmc_eng_queue_now(q), pct;
 	unsigned limit, n, started = 0;
+	struct wb_round *r = NULL; /* the round of the volume at hand */
 	int idle;
 
 	if (!e->c)
@@ -281,13 +486,15 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	wb_finish_drains(e);
 	idle = now - atomic_load(&e->last_fg_ns) > (uint64_t)wb.idle_ms * 1000000ull;
 	limit = idle || e->wb_force ? wb.max_inflight : wb.busy_inflight;
-	if (ci.nr_dirty == 0 || e->wb_inflight >= limit) {
+	if (ci.nr_dirty == 0 || e->wb_inflight >= limit || e->wb_inflight + e->wb_held >= 2 * limit) {
 		pthread_mutex_unlock(&e->wb_lock);
 		return 0;
 	}
 	n = wb_sweep(e, now, wb.max_age_ms * 1000000ull, WB_BATCH);
 	qsort(e->items, n, sizeof(*e->items), item_cmp);
-	for (unsigned i = 0; i < n && e->wb_inflight < limit;) {
+	/* writes waiting for their sync hold pins and wb_io: at most as many
+	 * again as may be in flight */
+	for (unsigned i = 0; i < n && e->wb_inflight < limit && e->wb_inflight + e->wb_held < 2 * limit;) {
 		struct wb_io *w;
 		uint32_t vol = e->items[i].vol;
 		uint64_t lba = e->items[i].lba, blk;
@@ -295,6 +502,14 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 		if (!wb_pin(e, vol, lba, &blk)) {
 			i++;
 			continue;
+		}
+		if (r && r->vol != vol) {
+			round_seal(e, r);
+			r = NULL;
+		}
+		if (!r && !(r = round_get(e, q, vol))) {
+			pmc_cache_unpin(e->c, blk);
+			break;
 		}
 		w = wb_get(e);
 		if (!w) {
@@ -326,9 +541,11 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 			e->wb_free = w;
 			continue;
 		}
-		wb_submit(e, q, w);
+		wb_submit(e, q, r, w);
 		started++;
 	}
+	if (r)
+		round_seal(e, r);
 	pthread_mutex_unlock(&e->wb_lock);
 	return (int)started;
 }
