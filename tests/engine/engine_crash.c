@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/fs.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,9 @@ static uint64_t g_only_point, g_every = 20, g_stride;
 static uint64_t g_checks, g_images, g_seen_drains;
 static uint64_t g_disk_lost;	/* crash images in which a disk lost a write */
 static uint64_t g_flushes, g_mode_switches;
+/* write-back writes (from pmem, plain: made durable by a sync of their
+ * round) and syncs the disks completed */
+static uint64_t g_wb_plain, g_syncs;
 static unsigned g_pct_flush = 6, g_pct_fua = 10;
 static int g_full; /* default run: must reach its count of crash points */
 static char *g_dimg[NV];	/* a disk's crash image */
@@ -122,6 +126,12 @@ static int rec_complete(struct pmc_disk *d, struct pmc_io *io, int res)
 
 	res = et_vdisk_complete(d, io, res);
 	left = res > 0 ? (uint64_t)res : 0;
+	if (io->op == PMC_IO_FSYNC && res == 0)
+		g_syncs++;
+	if (io->op == PMC_IO_WRITE && !(io->rw_flags & RWF_DSYNC) && io->iovcnt > 0 &&
+	    (char *)io->iov[0].iov_base >= g_sim.live &&
+	    (char *)io->iov[0].iov_base < g_sim.live + g_sim.size)
+		g_wb_plain++;
 	if (io->op != PMC_IO_READ)
 		return res;
 	for (int i = 0; i < io->iovcnt && left; i++) {
@@ -665,6 +675,13 @@ int main(int argc, char **argv)
 	/* every image is a power cut of the pmem and of the disks' caches,
 	 * all modes together */
 	printf("disk_cache_crash_points: %" PRIu64 "\n", g_images);
+	/* write-back's path on a volatile disk cache: plain writes, then a
+	 * sync of the round, then clean (ORDERING.md) */
+	printf("%" PRIu64 " write-back writes without RWF_DSYNC, %" PRIu64 " syncs completed "
+	       "(%" PRIu64 " FLUSH requests)\n", g_wb_plain, g_syncs, g_flushes);
+	if (!g_wb_plain || g_syncs <= g_flushes)
+		T_FAIL("write-back did not take its batched path (plain writes, a sync per "
+		       "round) on the volatile-cache disks");
 	if (g_checks < (g_only_point ? 1 : 50))
 		T_FAIL("only %" PRIu64 " crash points checked", g_checks);
 	if (g_full && g_images < 5000)

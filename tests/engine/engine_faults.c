@@ -34,6 +34,11 @@
  *                 durable is - write-through and FUA writes when
  *                 acknowledged, plain writes after a flush, blocks marked
  *                 clean by write-back
+ *   wb_sync       write-back writes a round without RWF_DSYNC, syncs once,
+ *                 and marks blocks clean only after the sync completed
+ *                 (the sync held back 300 ms: every block stays dirty)
+ *   wb_sync_fail  a failed write-back sync leaves the round's blocks dirty,
+ *                 sets the sticky error and backs off; healed, all clean
  * Usage: engine_faults [--seed S] [--only NAME] [--mode MODE]
  * (--mode: run the model scenarios in that one mode, to narrow a failure)
  */
@@ -70,9 +75,12 @@ struct fdisk {
 	uint64_t lat_max_ns;	/* delay every submit by 0..lat_max_ns */
 	unsigned delay_writes;	/* delay the next N writes ... */
 	uint64_t delay_ns;	/* ... by this much */
+	unsigned delay_syncs;	/* delay the next N syncs by sync_delay_ns */
+	uint64_t sync_delay_ns;
 	uint64_t rng;
 	/* what happened */
 	uint64_t submits[4], failed[4], shorts[4], eagains[4], delayed;
+	uint64_t dsync_writes;	/* writes submitted with RWF_DSYNC */
 	uint64_t fail_ns[FAIL_TIMES_MAX]; /* when failed writes were submitted */
 	unsigned nfail_ns;
 	/* volatile write cache model (NULL: off): per block, the number of
@@ -97,6 +105,8 @@ static void fd_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
 	int e = f->fail[io->op];
 
 	f->submits[io->op]++;
+	if (io->op == PMC_IO_WRITE && (io->rw_flags & RWF_DSYNC))
+		f->dsync_writes++;
 	if (io->op == PMC_IO_FSYNC && f->unsynced) {
 		unsigned i;
 
@@ -112,6 +122,12 @@ static void fd_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
 		if (io->op == PMC_IO_WRITE && f->nfail_ns < FAIL_TIMES_MAX)
 			f->fail_ns[f->nfail_ns++] = pmc_mono_ns();
 		pmc_ring_complete_later(r, io, -e, 0);
+		return;
+	}
+	if (io->op == PMC_IO_FSYNC && f->delay_syncs) {
+		f->delay_syncs--;
+		f->delayed++;
+		pmc_ring_submit_later(r, io, f->sync_delay_ns);
 		return;
 	}
 	if (io->op == PMC_IO_WRITE && f->delay_writes) {
@@ -1242,6 +1258,165 @@ static void sc_durable(void)
 	printf("ok: durable\n");
 }
 
+
+/* no block of v cached CLEAN while the disk holds it only in its volatile
+ * cache; returns how many blocks of lba..+n are CLEAN */
+static uint64_t clean_only_durable(struct et_vol *v, struct fdisk *f, uint64_t lba, uint64_t n,
+				   const char *when)
+{
+	uint64_t clean = 0;
+
+	for (uint64_t b = lba; b < lba + n; b++) {
+		enum pmc_block_state st;
+
+		if (!cached(v, b, &st) || st != PMC_BLK_CLEAN)
+			continue;
+		clean++;
+		if (f->unsynced[b])
+			T_FAIL("%s: vol %s block %" PRIu64 " is marked clean while the disk holds "
+			       "it only in its volatile cache",
+			       when, v->name, b);
+	}
+	return clean;
+}
+
+/*
+ * wb_sync: write-back writes a round without RWF_DSYNC, then syncs the
+ * disk once, and marks the blocks clean only when that sync completed.
+ * The sync is held back 300 ms by the disk: until then every block stays
+ * DIRTY (though every write completed), and no CLEAN block is ever only
+ * in the disk's volatile cache.
+ */
+static void sc_wb_sync(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	struct pmc_vol_stats s;
+	uint64_t t0;
+
+	base_wb(&wb);
+	setup("wb_sync: write-back writes, one sync, then clean", 256, 1, 512, &wb, NULL);
+	f->nblocks = v->nblocks;
+	f->unsynced = calloc(v->nblocks, sizeof(*f->unsynced));
+	T_TRUE(f->unsynced != NULL);
+	g_no_steps = 1;
+	for (uint64_t lba = 0; lba < 64; lba += 16)
+		T_EQ(write_ver(v, lba * 2, 8, 5, 0), 0); /* 4 runs of 8, apart */
+	T_EQ(f->submits[PMC_IO_WRITE], 0);
+	f->delay_syncs = 1;
+	f->sync_delay_ns = 300000000ull;
+	t0 = pmc_mono_ns();
+	while (pmc_mono_ns() - t0 < 250000000ull) {
+		pmc_engine_writeback_step(g_t.e, g_q);
+		pmc_queue_poll(g_q, 0, 1000000ull);
+		if (clean_only_durable(v, f, 0, 128, "sync held back"))
+			T_FAIL("write-back marked blocks clean before its sync completed");
+	}
+	if (!f->submits[PMC_IO_WRITE])
+		T_FAIL("write-back wrote nothing in 250 ms");
+	if (f->dsync_writes)
+		T_FAIL("write-back wrote %" PRIu64 " of %" PRIu64 " writes with RWF_DSYNC: a "
+		       "round's writes are plain, one sync makes them durable",
+		       f->dsync_writes, f->submits[PMC_IO_WRITE]);
+	if (f->submits[PMC_IO_FSYNC] != 1)
+		T_FAIL("write-back issued %" PRIu64 " syncs for one round of %" PRIu64
+		       " writes, expected 1",
+		       f->submits[PMC_IO_FSYNC], f->submits[PMC_IO_WRITE]);
+	for (uint64_t lba = 0; lba < 64; lba += 16)
+		for (uint64_t b = lba * 2; b < lba * 2 + 8; b++) {
+			enum pmc_block_state st;
+
+			if (!cached(v, b, &st) || st != PMC_BLK_DIRTY)
+				T_FAIL("block %" PRIu64 " is not DIRTY while its write-back "
+				       "sync is held back",
+				       b);
+		}
+	et_stats(g_t.e, v->vol, &s);
+	T_EQ(s.wb_blocks, 0);
+	T_EQ(s.dirty_blocks, 32);
+	/* the sync lands: every block clean, each durable */
+	t0 = pmc_mono_ns();
+	while (pmc_mono_ns() - t0 < 5000000000ull) {
+		uint64_t clean;
+
+		pmc_engine_writeback_step(g_t.e, g_q);
+		pmc_queue_poll(g_q, 0, 1000000ull);
+		clean = clean_only_durable(v, f, 0, 128, "after the sync");
+		if (clean == 32 && pmc_queue_busy(g_q) == 0)
+			break;
+	}
+	et_stats(g_t.e, v->vol, &s);
+	T_EQ(s.dirty_blocks, 0);
+	T_EQ(s.wb_blocks, 32);
+	T_EQ(s.wb_errors, 0);
+	durable(v, f, 0, 128, "write-back done");
+	expect_disk(v, 0, 8, ONE(5), "write-back done");
+	printf("%" PRIu64 " write-back writes, %" PRIu64 " sync\n", f->submits[PMC_IO_WRITE],
+	       f->submits[PMC_IO_FSYNC]);
+	teardown();
+	printf("ok: wb_sync\n");
+}
+
+/*
+ * wb_sync_fail: the writes of a round succeed, its sync fails: every block
+ * stays dirty (the data may be lost from the disk's cache), the volume's
+ * sticky error is set, write-back backs off and retries; healed, flush_all
+ * writes everything and the blocks become clean.
+ */
+static void sc_wb_sync_fail(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	struct pmc_vol_stats s;
+	int rc;
+
+	base_wb(&wb);
+	setup("wb_sync_fail: write-back's sync fails", 256, 1, 512, &wb, NULL);
+	f->nblocks = v->nblocks;
+	f->unsynced = calloc(v->nblocks, sizeof(*f->unsynced));
+	T_TRUE(f->unsynced != NULL);
+	f->fail[PMC_IO_FSYNC] = EIO;
+	T_EQ(write_ver(v, 10, 8, 6, 0), 0);
+	T_EQ(write_ver(v, 40, 3, 6, 0), 0);
+	et_run(g_t.e, g_q, g_q, 300);
+	if (!f->submits[PMC_IO_WRITE] || !f->failed[PMC_IO_FSYNC])
+		T_FAIL("write-back wrote %" PRIu64 " times and tried %" PRIu64 " syncs in 300 ms",
+		       f->submits[PMC_IO_WRITE], f->submits[PMC_IO_FSYNC]);
+	/* back-off after each failed sync: 40, 80, 160 ms */
+	if (f->failed[PMC_IO_FSYNC] > 5)
+		T_FAIL("%" PRIu64 " failed syncs in 300 ms with a 40 ms back-off doubling",
+		       f->failed[PMC_IO_FSYNC]);
+	for (uint64_t b = 0; b < 64; b++) {
+		enum pmc_block_state st;
+		int want = (b >= 10 && b < 18) || (b >= 40 && b < 43);
+
+		if (want && (!cached(v, b, &st) || st != PMC_BLK_DIRTY))
+			T_FAIL("block %" PRIu64 " is not DIRTY after its write-back sync failed", b);
+	}
+	T_EQ(pmc_engine_volume_error(g_t.e, v->vol), EIO);
+	et_stats(g_t.e, v->vol, &s);
+	T_EQ(s.error, EIO);
+	T_EQ(s.wb_blocks, 0);
+	T_EQ(s.dirty_blocks, 11);
+	T_TRUE(s.wb_errors >= 1);
+	expect_engine(v, 10, 8, ONE(6), "write-back sync failed");
+	healed(f);
+	pmc_engine_clear_error(g_t.e, v->vol);
+	memset(&err, 0, sizeof(err));
+	rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
+	if (rc)
+		T_FAIL("flush_all after the disk healed: %d (%s)", rc, err.msg);
+	et_stats(g_t.e, v->vol, &s);
+	T_EQ(s.dirty_blocks, 0);
+	durable(v, f, 0, v->nblocks, "healed, flushed");
+	expect_disk(v, 10, 8, ONE(6), "healed, flushed");
+	expect_disk(v, 40, 3, ONE(6), "healed, flushed");
+	teardown();
+	printf("ok: wb_sync_fail\n");
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1252,6 +1427,7 @@ static const struct {
 	{"latency", sc_latency},     {"nospace", sc_nospace},
 	{"wb_order", sc_wb_order},   {"around_dirty", sc_around_dirty},
 	{"wb_race", sc_wb_race},     {"durable", sc_durable},
+	{"wb_sync", sc_wb_sync},     {"wb_sync_fail", sc_wb_sync_fail},
 };
 
 int main(int argc, char **argv)
