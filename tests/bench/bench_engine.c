@@ -513,9 +513,16 @@ int bench_engine(int argc, char **argv)
 	uint64_t size[2] = {1ull << 30, 8ull << 30};
 	struct eng_result r[2], h, w;
 	char tag[2][32];
-	int opt;
+	int opt, hs;
 
-	while ((opt = getopt(argc, argv, "d:s:h")) != -1) {
+	static const struct option lopts[] = {
+		{"dir", required_argument, NULL, 'd'},
+		{"sizes", required_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+
+	while ((opt = getopt_long(argc, argv, "d:s:h", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
 			dir = optarg;
@@ -533,9 +540,19 @@ int bench_engine(int argc, char **argv)
 			break;
 		}
 		default:
-			fprintf(stderr, "usage: pmcache-bench engine [-d DIR] [-s SMALL,LARGE]\n");
+			fprintf(stderr, "usage: pmcache-bench engine [-d|--dir DIR] [-s|--sizes SMALL,LARGE]\n");
 			return opt == 'h' ? 0 : 2;
 		}
+	}
+	/* the hit and write-back runs need a cache of twice their 256 MiB
+	 * region (and its metadata): the smaller size if it holds that, else
+	 * the larger (-s 256m,1g used to fail there after the size runs) */
+	hs = size[0] >= 2 * HIT_REGION + (64ull << 20) ? 0 : 1;
+	if (size[hs] < 2 * HIT_REGION + (64ull << 20)) {
+		fprintf(stderr, "pmcache-bench engine: --sizes: the hit and write-back runs need "
+				"a cache of at least %llu MiB\n",
+			(unsigned long long)((2 * HIT_REGION + (64ull << 20)) >> 20));
+		return 2;
 	}
 	signal(SIGINT, cleanup);
 	signal(SIGTERM, cleanup);
@@ -553,13 +570,13 @@ int bench_engine(int argc, char **argv)
 			return 1;
 		}
 	}
-	fprintf(stderr, "pmcache-bench engine: 4 KiB hits (%s cache) ...\n", tag[0]);
-	if (run_size(dir, size[0], child_hits, &h)) {
+	fprintf(stderr, "pmcache-bench engine: 4 KiB hits (%s cache) ...\n", tag[hs]);
+	if (run_size(dir, size[hs], child_hits, &h)) {
 		fprintf(stderr, "pmcache-bench engine: 4 KiB hits: %s\n", h.msg);
 		return 1;
 	}
 	fprintf(stderr, "pmcache-bench engine: write-back against direct writes ...\n");
-	if (run_size(dir, size[0], child_wb, &w)) {
+	if (run_size(dir, size[hs], child_wb, &w)) {
 		fprintf(stderr, "pmcache-bench engine: write-back: %s\n", w.msg);
 		return 1;
 	}
@@ -587,6 +604,7 @@ int bench_engine(int argc, char **argv)
 			     (double)(r[1].nr_blocks - r[0].nr_blocks));
 	/* CPU time, not wall time: on a shared machine the wall time of a
 	 * CPU-bound loop measures the other processes as much as this one */
+	printf("# hit and write-back runs on the %s cache\n", tag[hs]);
 	printf("# 4 KiB hits: %u random requests over a 256 MiB volume; CPU %.3f s writes, "
 	       "%.3f s reads, %.3f s libpmem2 memcpy+persist; wall %.3f / %.3f / %.3f s\n",
 	       HIT_REQS, h.write_hit_cpu_s, h.read_hit_cpu_s, h.memcpy4k_cpu_s, h.write_hit_s,
