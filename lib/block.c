@@ -213,6 +213,12 @@ int pmc_cache_dirty_rebuild(struct pmc_cache *c, uint64_t max)
 {
 	if (atomic_load(&c->dirty_map_complete))
 		return 1;
+	/* counted and none dirty: no block of the previous boot is left to
+	 * mark (each block dirtied since is marked by its publish) */
+	if (atomic_load(&c->counts_valid) && atomic_load(&c->tot_dirty) == 0) {
+		atomic_store(&c->dirty_map_complete, 1);
+		return 1;
+	}
 	while (max--) {
 		uint64_t i = atomic_fetch_add(&c->rebuild_cursor, 1);
 		struct pmc_desc *d;

@@ -335,6 +335,7 @@ static unsigned wb_sweep_map(struct pmc_engine *e, uint64_t now, uint64_t aged, 
 		if (pmc_cache_dirty_next(c, e->wb_cursor, &blk)) {
 			wb_pass_done(e);
 			e->wb_cursor = 0;
+			e->wb_wrapped = 1;
 			if (wraps++)
 				break;
 			continue;
@@ -347,19 +348,25 @@ static unsigned wb_sweep_map(struct pmc_engine *e, uint64_t now, uint64_t aged, 
 	return n;
 }
 
-/* find write-back candidates; runs the dirty map's rebuild meanwhile */
+/* one chunk of the dirty map's rebuild, while it is not complete */
+static void wb_rebuild(struct pmc_engine *e)
+{
+	if (e->wb_map || !pmc_cache_dirty_rebuild(e->c, WB_REBUILD))
+		return;
+	/* complete: from now on the map; a new pass starts */
+	e->wb_map = 1;
+	e->wb_cursor = 0;
+	e->wb_swept = 0;
+	for (uint32_t j = 0; j < e->c->max_volumes; j++)
+		e->wb_oldest[j] = UINT64_MAX;
+}
+
+/* find write-back candidates */
 static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns, unsigned want)
 {
 	uint64_t aged = pmc_now_ns() - max_age_ns; /* born before this: due */
 
-	if (!e->wb_map && pmc_cache_dirty_rebuild(e->c, WB_REBUILD)) {
-		/* complete: from now on the map; a new pass starts */
-		e->wb_map = 1;
-		e->wb_cursor = 0;
-		e->wb_swept = 0;
-		for (uint32_t j = 0; j < e->c->max_volumes; j++)
-			e->wb_oldest[j] = UINT64_MAX;
-	}
+	e->wb_wrapped = 0;
 	if (e->wb_map)
 		return wb_sweep_map(e, now, aged, want);
 	return wb_sweep_descs(e, now, aged, want);
@@ -467,7 +474,7 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	struct pmc_cache_info ci;
 	struct pmc_wb_conf wb;
 	uint64_t now = pmc_eng_queue_now(q), pct;
-	unsigned limit, n, started = 0;
+	unsigned limit, n, i, started = 0;
 	struct wb_round *r = NULL; /* the round of the volume at hand */
 	int idle;
 
@@ -480,6 +487,8 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	pthread_mutex_unlock(&e->lock);
 	if (!atomic_load(&e->c->counts_valid))
 		pmc_cache_recount(e->c); /* after a crash: walks the index once */
+	/* in the background, also while nothing is dirty or due */
+	wb_rebuild(e);
 	pmc_cache_get_info(e->c, &ci);
 	pct = ci.nr_dirty * 100 / ci.nr_blocks;
 	e->wb_active = e->wb_active ? pct > wb.low_pct : pct >= wb.high_pct;
@@ -494,7 +503,7 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	qsort(e->items, n, sizeof(*e->items), item_cmp);
 	/* writes waiting for their sync hold pins and wb_io: at most as many
 	 * again as may be in flight */
-	for (unsigned i = 0; i < n && e->wb_inflight < limit && e->wb_inflight + e->wb_held < 2 * limit;) {
+	for (i = 0; i < n && e->wb_inflight < limit && e->wb_inflight + e->wb_held < 2 * limit;) {
 		struct wb_io *w;
 		uint32_t vol = e->items[i].vol;
 		uint64_t lba = e->items[i].lba, blk;
@@ -546,6 +555,12 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	}
 	if (r)
 		round_seal(e, r);
+	/* the limit stopped the step: the next one starts at the first block
+	 * not taken (unless the walk wrapped: the pass then ended) */
+	if (i < n && e->wb_map && !e->wb_wrapped)
+		for (unsigned k = i; k < n; k++)
+			if (e->items[k].blk < e->wb_cursor)
+				e->wb_cursor = e->items[k].blk;
 	pthread_mutex_unlock(&e->wb_lock);
 	return (int)started;
 }
