@@ -245,7 +245,8 @@ int pmc_cache_mark_clean_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, 
  * every publish, clean and invalidation keeps. After an open it lacks the
  * dirty blocks of the previous boot until pmc_cache_dirty_rebuild() has
  * passed over every descriptor once (in steps of at most max descriptors,
- * while I/O runs; returns 1 once complete, 0 while not). Then
+ * while I/O runs; returns 1 once complete, 0 while not; complete at once
+ * when the counts are valid and no block is dirty). Then
  * pmc_cache_dirty_next() finds each dirty block at the cost of one load per
  * 64 blocks: write-back then costs what the dirty blocks cost, not what
  * the cache size does. dirty_next: the first block >= *from marked dirty,

@@ -4,8 +4,9 @@
  * size does: write-back walks the core's DRAM dirty map (1 bit per block,
  * pmc_cache_dirty_next) with a cursor. After an open the map lacks the
  * dirty blocks of the previous boot until pmc_cache_dirty_rebuild has read
- * every descriptor; each write-back step runs WB_REBUILD descriptors of
- * that rebuild and, until it is complete, sweeps the descriptor table with
+ * every descriptor (at once if nothing is dirty); each write-back step,
+ * also one with nothing to write, runs WB_REBUILD descriptors of that
+ * rebuild and, until it is complete, sweeps the descriptor table with
  * the old cursor (WB_SCAN descriptors per step), so those blocks are
  * written back meanwhile and no request waits for the rebuild. A marked
  * block that is not the live dirty copy of its key is dropped from the map
@@ -16,7 +17,9 @@
  * the high watermark until below the low one, otherwise those older than
  * max_age or of a draining volume), sorts them by (volume, LBA) and merges
  * neighbours (also looked up beyond the sweep) into writes of up to
- * max_io_bytes from pinned pmem blocks (no bounce buffer).
+ * max_io_bytes from pinned pmem blocks (no bounce buffer). A step stopped
+ * by the in-flight limit moves the map cursor back to the first candidate
+ * it did not take.
  *
  * Durability (lib/ORDERING.md): the writes one step starts for a volume are
  * a round. They are plain writes (no RWF_DSYNC); once every write of the
