@@ -26,7 +26,7 @@
  * round completed, one sync (PMC_IO_FSYNC: fdatasync through the disk's
  * ops) is issued, and only when it succeeded are the blocks of the writes
  * that succeeded marked clean (pmc_cache_mark_clean_n: one persist barrier
- * per batch), as dm-writecache does. A failed write leaves its blocks
+ * per batch of 64 blocks), as dm-writecache does. A failed write leaves its blocks
  * dirty; a failed sync leaves every block of the round dirty. Either sets
  * the volume's sticky error and backs the volume off (doubling up to 60 s).
  * A write stays in the in-flight list, pinned, until its round's sync
@@ -110,18 +110,24 @@ static void wb_failed(struct pmc_engine *e, struct pmc_vol_stats *st, uint32_t v
 	atomic_store(&v->retry_at_ns, pmc_mono_ns() + (uint64_t)b * 1000000ull);
 }
 
-/* mark the blocks of r's completed writes clean, PMC_BATCH_MAX at a time */
+/*
+ * Mark the blocks of r's completed writes clean, WB_CLEAN_BATCH at a time
+ * (one persist barrier each). A batch holds the stripe locks of all its
+ * blocks: 64 keeps that within what ThreadSanitizer's deadlock detector
+ * tracks per thread (64 held locks), at 4 barriers where 256 would take 1.
+ */
+#define WB_CLEAN_BATCH 64u
 static void round_mark_clean(struct pmc_engine *e, struct wb_round *r)
 {
-	uint64_t lba[PMC_BATCH_MAX], blk[PMC_BATCH_MAX];
-	int res[PMC_BATCH_MAX];
+	uint64_t lba[WB_CLEAN_BATCH], blk[WB_CLEAN_BATCH];
+	int res[WB_CLEAN_BATCH];
 	uint32_t n = 0;
 
 	for (struct wb_io *w = r->done; w; w = w->next) {
 		for (uint32_t i = 0; i < w->n; i++) {
 			lba[n] = w->lba + i;
 			blk[n] = w->blk[i];
-			if (++n == PMC_BATCH_MAX) {
+			if (++n == WB_CLEAN_BATCH) {
 				pmc_cache_mark_clean_n(e->c, r->vol, lba, blk, n, res);
 				n = 0;
 			}
