@@ -495,6 +495,9 @@ static int reload(struct pmcd *d, struct reload_report *r)
 		free(nc);
 		return -EINVAL;
 	}
+	/* the volume table under lock: the control worker may add or remove
+	 * volumes meanwhile (lock order: d->lock, then the engine's) */
+	pthread_mutex_lock(&d->lock);
 	reload_diff(d, nc, r);
 	/* the engine's write-back I/O was sized at start (as for "set") */
 	if (nc->wb.max_io_bytes > d->max_io_start) {
@@ -515,6 +518,7 @@ static int reload(struct pmcd *d, struct reload_report *r)
 		else
 			v->conf.vc = nc->volumes[i].vc;
 	}
+	pthread_mutex_unlock(&d->lock);
 	d->conf.wb = nc->wb;
 	d->conf.log_level = nc->log_level;
 	pmc_config_free(nc);

@@ -243,12 +243,14 @@ static void wb_finish_drains(struct pmc_engine *e)
 		struct pmc_evol *v = &e->vols[i];
 		struct pmc_volume_info vi;
 
-		if (!v->disk || !atomic_load(&v->draining))
+		/* draining is set only on an attached volume; v->disk itself is
+		 * read under e->lock, where attach and detach change it */
+		if (!atomic_load(&v->draining))
 			continue;
 		if (pmc_cache_volume_info(e->c, i, &vi) || !vi.counts_valid || vi.nr_dirty)
 			continue;
 		pthread_mutex_lock(&e->lock);
-		if (atomic_load(&v->draining)) {
+		if (v->disk && atomic_load(&v->draining)) {
 			atomic_store(&v->mode, atomic_load(&v->target));
 			atomic_store(&v->draining, 0);
 			pmc_log(LOG_INFO, "volume %s: now in %s mode", e->vols[i].name,
