@@ -101,7 +101,10 @@ struct pmc_evol {
 	atomic_int error;	/* sticky first disk error, positive errno */
 	atomic_uint_fast64_t retry_at_ns;
 	atomic_uint backoff_ms;
-	atomic_uint fail_streak; /* write-back failures in a row */
+	atomic_uint fail_streak; /* failed write-back rounds in a row */
+	/* write-back round (wb_lock): raised by the first failure of a round;
+	 * the other writes of that round fail without growing the back-off */
+	uint32_t wb_round;
 	/* flush generations (ORDERING.md): plain disk writes and discards
 	 * completed, and the value of wr_done when the newest finished sync
 	 * was issued; wr_synced < wr_done: not known durable */
@@ -121,6 +124,7 @@ struct wb_io {
 	struct pmc_queue *q;
 	uint32_t vol;
 	uint32_t n;
+	uint32_t round;		/* the volume's wb_round at submit */
 	uint64_t lba;		/* first block */
 	uint64_t start_ns;
 	uint64_t *blk;		/* [max_io_blocks] */
@@ -2183,14 +2187,20 @@ static void wb_done(struct pmc_io *io, int res)
 		atomic_store(&v->backoff_ms, 0);
 		atomic_store(&v->fail_streak, 0);
 	} else {
-		unsigned b = atomic_load(&v->backoff_ms);
-
-		atomic_fetch_add(&v->fail_streak, 1);
 		STAT_ADD(st, wb_errors, 1);
 		volume_failed(e, w->vol, res, "write-back");
-		b = b ? (b * 2 > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : b * 2) : e->wb.retry_ms;
-		atomic_store(&v->backoff_ms, b);
-		atomic_store(&v->retry_at_ns, pmc_mono_ns() + (uint64_t)b * 1000000ull);
+		/* one failed round, however many of its writes fail: the
+		 * back-off doubles once per retry, not once per write */
+		if (w->round == v->wb_round) {
+			unsigned b = atomic_load(&v->backoff_ms);
+
+			v->wb_round++;
+			atomic_fetch_add(&v->fail_streak, 1);
+			b = b ? (b * 2 > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : b * 2)
+			      : e->wb.retry_ms;
+			atomic_store(&v->backoff_ms, b);
+			atomic_store(&v->retry_at_ns, pmc_mono_ns() + (uint64_t)b * 1000000ull);
+		}
 	}
 	e->wb_inflight--;
 	w->next = e->wb_free;
@@ -2339,6 +2349,7 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_io *w
 	io->cb = wb_done;
 	w->e = e;
 	w->q = q;
+	w->round = e->vols[w->vol].wb_round;
 	w->start_ns = pmc_mono_ns();
 	e->wb_inflight++;
 	pmc_ring_submit(q->ring, io);

@@ -10,6 +10,9 @@
  *                 readable, sticky error, wb_errors, retries with a growing
  *                 back-off; healed, flush_all succeeds and the disk holds
  *                 everything
+ *   wb_backoff    write-back of many separate blocks (one disk write each)
+ *                 to a failing disk: the back-off doubles once per failed
+ *                 round, not once per failed write
  *   read_error    failed reads return -EIO and cache nothing; healed, exact
  *   write_error   write-around, write-through, flush and discard errors
  *                 reach the request; the data is old or new, never garbage
@@ -463,6 +466,71 @@ static void sc_wb_error(void)
 	expect_engine(v, 100, 40, ONE(7), "after flush_all");
 	teardown();
 	printf("ok: wb_error\n");
+}
+
+/* failed write-back writes, grouped in bursts (one per retry) more than
+ * 15 ms apart; returns the number of bursts, their times in burst_ns */
+static unsigned fail_bursts(const struct fdisk *f, uint64_t *burst_ns, unsigned max)
+{
+	unsigned bursts = 0;
+
+	for (unsigned i = 0; i < f->nfail_ns; i++)
+		if (!bursts || f->fail_ns[i] - burst_ns[(bursts < max ? bursts : max) - 1] >
+				       15000000ull) {
+			if (bursts < max)
+				burst_ns[bursts] = f->fail_ns[i];
+			bursts++;
+		}
+	return bursts;
+}
+
+static void sc_wb_backoff(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	uint64_t burst_ns[64], t0;
+	unsigned bursts, per_burst;
+
+	base_wb(&wb);
+	setup("wb_backoff: a failing round of many separate write-back writes", 256, 1, 1024,
+	      &wb, NULL);
+	f->fail[PMC_IO_WRITE] = EIO;
+	t0 = pmc_mono_ns();
+	/* 24 dirty blocks two apart: no two merge, one disk write each */
+	for (uint64_t i = 0; i < 24; i++)
+		T_EQ(write_ver(v, 100 + 2 * i, 1, 5, 0), 0);
+	et_run(g_t.e, g_q, g_q, 700);
+	bursts = fail_bursts(f, burst_ns, 64);
+	per_burst = bursts ? (unsigned)(f->failed[PMC_IO_WRITE] / bursts) : 0;
+	printf("%" PRIu64 " failed write-back writes in %u bursts over 700 ms:",
+	       f->failed[PMC_IO_WRITE], bursts);
+	for (unsigned i = 0; i < bursts && i < 64; i++)
+		printf(" +%" PRIu64 "ms", (burst_ns[i] - t0) / 1000000);
+	printf("\n");
+	if (per_burst < 2)
+		T_FAIL("%u failed writes per burst: the scenario needs several per round",
+		       per_burst);
+	/* 40 ms back-off, doubling per round: retries at about +40, +120,
+	 * +280, +600 ms; doubling per failed write would reach 60 s in the
+	 * first round and leave one burst */
+	if (bursts < 3)
+		T_FAIL("write-back tried %u times in 700 ms with a 40 ms back-off doubling per "
+		       "round: the back-off grew once per failed write (%u writes a round)",
+		       bursts, per_burst);
+	if (burst_ns[1] - burst_ns[0] < 30000000ull)
+		T_FAIL("the first retry came %" PRIu64 " ms after the failure, before the back-off "
+		       "of 40 ms",
+		       (burst_ns[1] - burst_ns[0]) / 1000000);
+	expect_engine(v, 100, 1, ONE(5), "while write-back fails");
+	healed(f);
+	pmc_engine_clear_error(g_t.e, v->vol);
+	memset(&err, 0, sizeof(err));
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	for (uint64_t i = 0; i < 24; i++)
+		expect_disk(v, 100 + 2 * i, 1, ONE(5), "flushed after the disk healed");
+	teardown();
+	printf("ok: wb_backoff\n");
 }
 
 static void sc_read_error(void)
@@ -1247,6 +1315,7 @@ static const struct {
 	void (*fn)(void);
 } scenarios[] = {
 	{"refusals", sc_refusals},   {"wb_error", sc_wb_error},
+	{"wb_backoff", sc_wb_backoff},
 	{"read_error", sc_read_error}, {"write_error", sc_write_error},
 	{"flush_fail", sc_flush_fail}, {"short_eagain", sc_short_eagain},
 	{"latency", sc_latency},     {"nospace", sc_nospace},
