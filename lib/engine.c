@@ -172,6 +172,7 @@ struct pmc_engine {
 	int wb_force;
 	uint64_t *wb_oldest;	/* [max_volumes] oldest birth in the current sweep */
 	uint64_t wb_swept;	/* descriptors swept in the current pass */
+	uint32_t wb_first_vol;	/* the next step serves this volume (or the next one) first */
 	struct wb_item *items;	/* [WB_BATCH] */
 	struct wb_io *wb_free;
 };
@@ -2217,6 +2218,39 @@ static int item_cmp(const void *a, const void *b)
 	return x->lba < y->lba ? -1 : x->lba > y->lba;
 }
 
+static void items_reverse(struct wb_item *it, unsigned lo, unsigned hi)
+{
+	while (lo + 1 < hi) {
+		struct wb_item t = it[lo];
+
+		it[lo++] = it[--hi];
+		it[hi] = t;
+	}
+}
+
+/*
+ * Sort the swept items by volume and block, starting at volume first
+ * (wrapping around), so that the in-flight limit does not always go to the
+ * lowest-numbered volumes: with a busy limit of a few writes, a volume
+ * whose neighbours below kept writing would otherwise never be served.
+ * Returns the volume to start at next time: the one after this step's first.
+ */
+static uint32_t items_order(struct wb_item *it, unsigned n, uint32_t first)
+{
+	unsigned k = 0;
+
+	qsort(it, n, sizeof(*it), item_cmp);
+	while (k < n && it[k].vol < first)
+		k++;
+	if (k == n)
+		k = 0;
+	/* rotate left by k, keeping the order within each part */
+	items_reverse(it, 0, k);
+	items_reverse(it, k, n);
+	items_reverse(it, 0, n);
+	return n ? it[0].vol + 1 : first;
+}
+
 /* pin blk if it is still the live dirty copy of (vol, lba) */
 static int wb_pin(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t *blk)
 {
@@ -2405,7 +2439,7 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 		return 0;
 	}
 	n = wb_sweep(e, now, wb.max_age_ms * 1000000ull, WB_BATCH);
-	qsort(e->items, n, sizeof(*e->items), item_cmp);
+	e->wb_first_vol = items_order(e->items, n, e->wb_first_vol);
 	for (unsigned i = 0; i < n && e->wb_inflight < limit;) {
 		struct wb_io *w;
 		uint32_t vol = e->items[i].vol;

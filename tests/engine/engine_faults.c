@@ -13,6 +13,9 @@
  *   wb_backoff    write-back of many separate blocks (one disk write each)
  *                 to a failing disk: the back-off doubles once per failed
  *                 round, not once per failed write
+ *   wb_fair       write-back limited to one write in flight while the
+ *                 lower-numbered volume keeps writing: the other volume's
+ *                 dirty blocks are written back too (not after it stops)
  *   read_error    failed reads return -EIO and cache nothing; healed, exact
  *   write_error   write-around, write-through, flush and discard errors
  *                 reach the request; the data is old or new, never garbage
@@ -531,6 +534,53 @@ static void sc_wb_backoff(void)
 		expect_disk(v, 100 + 2 * i, 1, ONE(5), "flushed after the disk healed");
 	teardown();
 	printf("ok: wb_backoff\n");
+}
+
+static void sc_wb_fair(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *a = &g_v[0], *b = &g_v[1];
+	unsigned b_clean = 0, a_clean = 0;
+
+	base_wb(&wb);
+	wb.max_inflight = 1;
+	wb.busy_inflight = 1;
+	setup("wb_fair: one write-back write at a time, the first volume keeps writing", 256, 2,
+	      1024, &wb, NULL);
+	g_no_steps = 1; /* the steps below are all there is */
+	T_TRUE(a->vol < b->vol);
+	for (uint64_t i = 0; i < 8; i++)
+		T_EQ(write_ver(b, 10 * i, 1, 3, 0), 0);
+	/* a new dirty block of a before every step: a always has some */
+	for (uint64_t i = 0; i < 40; i++) {
+		T_EQ(write_ver(a, 4 * i, 1, 2, 0), 0);
+		pmc_engine_writeback_step(g_t.e, g_q);
+		while (pmc_queue_busy(g_q))
+			pmc_queue_poll(g_q, 1, 10000000ull);
+	}
+	for (uint64_t i = 0; i < 8; i++) {
+		enum pmc_block_state st;
+
+		b_clean += cached(b, 10 * i, &st) && st == PMC_BLK_CLEAN;
+	}
+	for (uint64_t i = 0; i < 40; i++) {
+		enum pmc_block_state st;
+
+		a_clean += cached(a, 4 * i, &st) && st == PMC_BLK_CLEAN;
+	}
+	printf("40 steps of one write each: %u of %s's 40 blocks and %u of %s's 8 written back\n",
+	       a_clean, a->name, b_clean, b->name);
+	/* served in turn: b's 8 blocks take 8 of the 40 steps at most 2 apart */
+	if (b_clean < 8)
+		T_FAIL("volume %s (slot %u): %u of 8 dirty blocks written back in 40 steps while "
+		       "%s (slot %u) kept writing: starved",
+		       b->name, b->vol, b_clean, a->name, a->vol);
+	if (a_clean < 16)
+		T_FAIL("volume %s: %u of 40 blocks written back in 40 steps", a->name, a_clean);
+	expect_disk(b, 0, 1, ONE(3), "written back in turn");
+	g_no_steps = 0;
+	teardown();
+	printf("ok: wb_fair\n");
 }
 
 static void sc_read_error(void)
@@ -1315,7 +1365,7 @@ static const struct {
 	void (*fn)(void);
 } scenarios[] = {
 	{"refusals", sc_refusals},   {"wb_error", sc_wb_error},
-	{"wb_backoff", sc_wb_backoff},
+	{"wb_backoff", sc_wb_backoff}, {"wb_fair", sc_wb_fair},
 	{"read_error", sc_read_error}, {"write_error", sc_write_error},
 	{"flush_fail", sc_flush_fail}, {"short_eagain", sc_short_eagain},
 	{"latency", sc_latency},     {"nospace", sc_nospace},
