@@ -18,8 +18,8 @@
 #                   pauses, a power cut
 #   --dense         the long run's rounds: short, 3-5 SIGKILLs each, short
 #                   pauses, a power cut in every round (in the second half
-#                   of its events), the slow faults (full pmem, removal)
-#                   less often
+#                   of its events, after the third kill), the slow faults
+#                   (full pmem, removal) less often
 #   --keep-logs     keep the console logs of passing rounds too
 #   --events 'E...' every round runs these events (t-torture.sh) instead
 #                   of drawn ones, no power cut unless "cut" is among them
@@ -160,9 +160,12 @@ plan() {
 	if [ $CI = 1 ]; then # every fault first, then the cut
 		PLAN+=(cut sleep:10)
 		CUT_MS=$((RANDOM % 8000))
-	elif [ $DENSE = 1 ]; then # every round, among the later events
+	elif [ $DENSE = 1 ]; then # every round, among the later events, after 3 kills
 		n=${#PLAN[@]}
-		i=$((n / 2 + RANDOM % (n - n / 2 + 1)))
+		k=0 j=0
+		for ((j = 0; j < n && k < 3; j++)); do [ "${PLAN[j]}" = kill ] && k=$((k + 1)); done
+		[ $j -lt $((n / 2)) ] && j=$((n / 2))
+		i=$((j + RANDOM % (n - j + 1)))
 		PLAN=("${PLAN[@]:0:i}" cut "${PLAN[@]:i}")
 		CUT_MS=$((RANDOM % 8000))
 	elif ((RANDOM % 100 < 50)); then
