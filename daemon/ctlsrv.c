@@ -267,6 +267,7 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v)
 {
 	json_object *o = json_object_new_object();
 	struct pmc_vol_stats st;
+	struct pmc_volume_info vi;
 	enum pmc_mode mode;
 	int draining = 0;
 	char dev[32];
@@ -284,6 +285,12 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v)
 			       json_object_new_uint64(pmc_engine_volume_size(d->e, v->vol)));
 	json_object_object_add(o, "dirty_blocks", json_object_new_uint64(st.dirty_blocks));
 	json_object_object_add(o, "clean_blocks", json_object_new_uint64(st.clean_blocks));
+	/* false while the counts are rebuilt after a crash: the two above are
+	 * partial then */
+	json_object_object_add(o, "counts_valid",
+			       json_object_new_boolean(!d->cache ||
+						       pmc_cache_volume_info(d->cache, v->vol, &vi) ||
+						       vi.counts_valid));
 	json_object_object_add(o, "oldest_dirty_age_ms",
 			       json_object_new_uint64(st.oldest_dirty_age_ms));
 	json_object_object_add(o, "error", json_object_new_int(st.error));
