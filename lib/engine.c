@@ -2507,6 +2507,15 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 	pthread_mutex_lock(&e->wb_lock);
 	e->wb_force = 1;
 	e->wb_force_vol = vol;
+	/* a failing volume is tried again now, its back-off from the start:
+	 * a flush (or a volume removal) after the disk healed does not wait
+	 * out a back-off of up to a minute, and one that keeps failing gives
+	 * up after three short rounds */
+	for (uint32_t i = 0; i < e->nvols; i++)
+		if (vol == UINT32_MAX || vol == i) {
+			atomic_store(&e->vols[i].backoff_ms, 0);
+			atomic_store(&e->vols[i].retry_at_ns, 0);
+		}
 	pthread_mutex_unlock(&e->wb_lock);
 	for (;;) {
 		struct pmc_cache_info ci;

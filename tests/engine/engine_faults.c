@@ -12,7 +12,8 @@
  *                 everything
  *   wb_backoff    write-back of many separate blocks (one disk write each)
  *                 to a failing disk: the back-off doubles once per failed
- *                 round, not once per failed write
+ *                 round, not once per failed write; healed, a flush tries
+ *                 again at once instead of waiting the back-off out
  *   wb_fair       write-back limited to one write in flight while the
  *                 lower-numbered volume keeps writing: the other volume's
  *                 dirty blocks are written back too (not after it stops)
@@ -526,10 +527,23 @@ static void sc_wb_backoff(void)
 		       "of 40 ms",
 		       (burst_ns[1] - burst_ns[0]) / 1000000);
 	expect_engine(v, 100, 1, ONE(5), "while write-back fails");
-	healed(f);
+	/* a long back-off (retries at about +0.2, +0.6, +1.4, +3 s, the
+	 * next at +6.2 s); healed at +3.2 s, a flush does not wait it out */
+	wb.retry_ms = 200;
+	pmc_engine_set_wb_conf(g_t.e, &wb);
 	pmc_engine_clear_error(g_t.e, v->vol);
+	et_run(g_t.e, g_q, g_q, 3200);
+	healed(f);
 	memset(&err, 0, sizeof(err));
+	t0 = pmc_mono_ns();
 	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	t0 = (pmc_mono_ns() - t0) / 1000000;
+	printf("flush_all after the disk healed, under a back-off of seconds: %" PRIu64 " ms\n",
+	       t0);
+	if (t0 > 1000)
+		T_FAIL("flush_all after the disk healed took %" PRIu64 " ms: it waited out the "
+		       "write-back back-off instead of trying again at once",
+		       t0);
 	for (uint64_t i = 0; i < 24; i++)
 		expect_disk(v, 100 + 2 * i, 1, ONE(5), "flushed after the disk healed");
 	teardown();
