@@ -324,9 +324,14 @@ void pmcd_status(struct pmcd *d, char *buf, size_t len)
 		return;
 	}
 	pmc_cache_get_info(d->cache, &ci);
-	snprintf(buf, len, "%u volumes; cache %" PRIu64 " MiB, %" PRIu64 " dirty, %" PRIu64
-		 " clean blocks",
-		 n, ci.nr_blocks * ci.block_size >> 20, ci.nr_dirty, ci.nr_clean);
+	if (!ci.counts_valid) /* partial until the recount after a crash is done */
+		snprintf(buf, len, "%u volumes; cache %" PRIu64 " MiB, dirty and clean blocks "
+			 "being counted (after a crash)",
+			 n, ci.nr_blocks * ci.block_size >> 20);
+	else
+		snprintf(buf, len, "%u volumes; cache %" PRIu64 " MiB, %" PRIu64 " dirty, %" PRIu64
+			 " clean blocks",
+			 n, ci.nr_blocks * ci.block_size >> 20, ci.nr_dirty, ci.nr_clean);
 }
 
 void pmcd_shutdown(struct pmcd *d)

@@ -116,7 +116,7 @@
  *       "counts_valid":B?,"last_restart":S?,"boot_epoch":N?,
  *       "store_granularity":S?,"pmem_unavailable":B?,"volumes":[VOLUME]}
  *   @VOLUME {"name":S,"disk":S,"disk_id":S,"device":S,"mode":S,"draining":B,
- *       "size_bytes":N,"dirty_blocks":N,"clean_blocks":N,
+ *       "size_bytes":N,"dirty_blocks":N,"clean_blocks":N,"counts_valid":B,
  *       "oldest_dirty_age_ms":N,"error":N,"error_text":S,"recovered":B}
  *   @stats {"ok":true,"total":O,"volumes":[O]}
  *   @volume-add {"ok":true,"volumes":[VOLUME]}

@@ -53,7 +53,10 @@ struct pmc_evol {
 	atomic_int error;	/* sticky first disk error, positive errno */
 	atomic_uint_fast64_t retry_at_ns;
 	atomic_uint backoff_ms;
-	atomic_uint fail_streak; /* write-back failures in a row */
+	atomic_uint fail_streak; /* failed write-back rounds in a row */
+	/* write-back round (wb_lock): raised by the first failure of a round;
+	 * the other writes of that round fail without growing the back-off */
+	uint32_t wb_round;
 	/* flush generations (ORDERING.md): plain disk writes and discards
 	 * completed, and the value of wr_done when the newest finished sync
 	 * was issued; wr_synced < wr_done: not known durable */
@@ -75,6 +78,7 @@ struct wb_io {
 	struct pmc_queue *q;
 	uint32_t vol;
 	uint32_t n;
+	uint32_t round;		/* the volume's wb_round at submit */
 	uint64_t lba;		/* first block */
 	uint64_t start_ns;
 	uint64_t *blk;		/* [max_io_blocks] */
@@ -122,6 +126,7 @@ struct pmc_engine {
 	int wb_force;
 	uint64_t *wb_oldest;	/* [max_volumes] oldest birth in the current sweep */
 	uint64_t wb_swept;	/* descriptors swept in the current pass */
+	uint32_t wb_first_vol;	/* the next step serves this volume (or the next one) first */
 	struct wb_item *items;	/* [WB_BATCH] */
 	struct wb_io *wb_free;
 };

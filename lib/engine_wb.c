@@ -3,11 +3,13 @@
  * Write-back sweeps the descriptor table with a cursor, picks live dirty
  * blocks (all of them above the high watermark until below the low one,
  * otherwise those older than max_age or of a draining volume), sorts them
- * by (volume, LBA), merges neighbours (also looked up beyond the sweep)
+ * by (volume, LBA) starting after the volume served first last time,
+ * merges neighbours (also looked up beyond the sweep)
  * into writes of up to max_io_bytes from pinned pmem blocks (no bounce
  * buffer), and marks each block clean only after its RWF_DSYNC write
  * completed. A failed write leaves the blocks dirty, sets the volume's
- * sticky error and backs the volume off (doubling up to 60 s).
+ * sticky error and backs the volume off (doubling once per failed round
+ * of writes, up to 60 s; a flush starts the back-off over).
  *
  * Locking: write-back state belongs to the thread in writeback_step
  * (wb_lock); its disk writes in flight are listed under dw_lock so that
@@ -74,14 +76,20 @@ static void wb_done(struct pmc_io *io, int res)
 		atomic_store(&v->backoff_ms, 0);
 		atomic_store(&v->fail_streak, 0);
 	} else {
-		unsigned b = atomic_load(&v->backoff_ms);
-
-		atomic_fetch_add(&v->fail_streak, 1);
 		STAT_ADD(st, wb_errors, 1);
 		pmc_eng_volume_failed(e, w->vol, res, "write-back");
-		b = b ? (b * 2 > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : b * 2) : e->wb.retry_ms;
-		atomic_store(&v->backoff_ms, b);
-		atomic_store(&v->retry_at_ns, pmc_mono_ns() + (uint64_t)b * 1000000ull);
+		/* one failed round, however many of its writes fail: the
+		 * back-off doubles once per retry, not once per write */
+		if (w->round == v->wb_round) {
+			unsigned b = atomic_load(&v->backoff_ms);
+
+			v->wb_round++;
+			atomic_fetch_add(&v->fail_streak, 1);
+			b = b ? (b * 2 > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : b * 2)
+			      : e->wb.retry_ms;
+			atomic_store(&v->backoff_ms, b);
+			atomic_store(&v->retry_at_ns, pmc_mono_ns() + (uint64_t)b * 1000000ull);
+		}
 	}
 	e->wb_inflight--;
 	w->next = e->wb_free;
@@ -96,6 +104,39 @@ static int item_cmp(const void *a, const void *b)
 	if (x->vol != y->vol)
 		return x->vol < y->vol ? -1 : 1;
 	return x->lba < y->lba ? -1 : x->lba > y->lba;
+}
+
+static void items_reverse(struct wb_item *it, unsigned lo, unsigned hi)
+{
+	while (lo + 1 < hi) {
+		struct wb_item t = it[lo];
+
+		it[lo++] = it[--hi];
+		it[hi] = t;
+	}
+}
+
+/*
+ * Sort the swept items by volume and block, starting at volume first
+ * (wrapping around), so that the in-flight limit does not always go to the
+ * lowest-numbered volumes: with a busy limit of a few writes, a volume
+ * whose neighbours below kept writing would otherwise never be served.
+ * Returns the volume to start at next time: the one after this step's first.
+ */
+static uint32_t items_order(struct wb_item *it, unsigned n, uint32_t first)
+{
+	unsigned k = 0;
+
+	qsort(it, n, sizeof(*it), item_cmp);
+	while (k < n && it[k].vol < first)
+		k++;
+	if (k == n)
+		k = 0;
+	/* rotate left by k, keeping the order within each part */
+	items_reverse(it, 0, k);
+	items_reverse(it, k, n);
+	items_reverse(it, 0, n);
+	return n ? it[0].vol + 1 : first;
 }
 
 /* pin blk if it is still the live dirty copy of (vol, lba) */
@@ -231,6 +272,7 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_io *w
 	io->cb = wb_done;
 	w->e = e;
 	w->q = q;
+	w->round = e->vols[w->vol].wb_round;
 	w->start_ns = pmc_eng_queue_now(q);
 	e->wb_inflight++;
 	pmc_ring_submit(q->ring, io);
@@ -288,7 +330,7 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 		return 0;
 	}
 	n = wb_sweep(e, now, wb.max_age_ms * 1000000ull, WB_BATCH);
-	qsort(e->items, n, sizeof(*e->items), item_cmp);
+	e->wb_first_vol = items_order(e->items, n, e->wb_first_vol);
 	for (unsigned i = 0; i < n && e->wb_inflight < limit;) {
 		struct wb_io *w;
 		uint32_t vol = e->items[i].vol;
@@ -356,6 +398,15 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 	pthread_mutex_lock(&e->wb_lock);
 	e->wb_force = 1;
 	e->wb_force_vol = vol;
+	/* a failing volume is tried again now, its back-off from the start:
+	 * a flush (or a volume removal) after the disk healed does not wait
+	 * out a back-off of up to a minute, and one that keeps failing gives
+	 * up after three short rounds */
+	for (uint32_t i = 0; i < e->nvols; i++)
+		if (vol == UINT32_MAX || vol == i) {
+			atomic_store(&e->vols[i].backoff_ms, 0);
+			atomic_store(&e->vols[i].retry_at_ns, 0);
+		}
 	pthread_mutex_unlock(&e->wb_lock);
 	for (;;) {
 		struct pmc_cache_info ci;
