@@ -356,10 +356,15 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 		if (pmc_config_name_check(a->pos[0], "volume", err))
 			return -EINVAL;
 		snprintf(v->name, sizeof(v->name), "%s", a->pos[0]);
-		if (a->pos[1][0] != '/' || strlen(a->pos[1]) > PMC_VOLUME_DISK_MAX)
-			return pmc_err_set(err, EINVAL, "%s: the disk must be an absolute path of at most %u bytes",
+		/* "nvmf": an NVMe-oF namespace, named by the disk.* options */
+		if (strcmp(a->pos[1], "nvmf") &&
+		    (a->pos[1][0] != '/' || strlen(a->pos[1]) > PMC_VOLUME_DISK_MAX))
+			return pmc_err_set(err, EINVAL,
+					   "%s: the disk must be an absolute path of at most %u "
+					   "bytes, or nvmf",
 					   a->pos[1], PMC_VOLUME_DISK_MAX);
-		snprintf(v->disk, sizeof(v->disk), "%s", a->pos[1]);
+		if (strcmp(a->pos[1], "nvmf"))
+			snprintf(v->disk, sizeof(v->disk), "%s", a->pos[1]);
 		if (a->discard_dirty && !a->replace_disk)
 			return pmc_err_set(err, EINVAL, "--discard-dirty: only with --replace-disk");
 		req->replace_disk = a->replace_disk;
@@ -378,8 +383,10 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 			if (!k || !strcmp(name, "name") || !strcmp(name, "disk"))
 				return pmc_err_set(err, EINVAL,
 						   "%s: not a volume option (mode, admit_after_misses, "
-						   "seq_cutoff, nospace, ublk_id)",
+						   "seq_cutoff, nospace, ublk_id, disk.*)",
 						   name);
+			if (!strncmp(name, "disk.", 5) && strcmp(a->pos[1], "nvmf"))
+				return pmc_err_set(err, EINVAL, "%s: only with the disk nvmf", name);
 			val.s = eq + 1;
 			/* an integer key takes a plain number */
 			if (k->type == PMC_CONFIG_T_INT) {
@@ -392,6 +399,12 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 			if (pmc_config_key_assign(k, v, &val, where, err))
 				return -EINVAL;
 		}
+		if (!strcmp(a->pos[1], "nvmf") && !pmc_config_volume_is_nvmf(v))
+			return pmc_err_set(err, EINVAL,
+					   "disk nvmf: name the namespace with disk.transport=tcp "
+					   "disk.traddr=ADDR disk.subsysnqn=NQN disk.nsid=N");
+		if (pmc_config_volume_check(v, "volume add", err))
+			return -EINVAL;
 		break;
 	}
 	case PMC_CLI_SET:

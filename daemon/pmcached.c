@@ -173,7 +173,14 @@ static int check_edited(const char *path, const struct pmc_config *c, struct pmc
 {
 	for (unsigned i = 0; i < c->nr_volumes; i++) {
 		const char *base = strrchr(c->volumes[i].disk, '/');
+		const char *nqn = c->volumes[i].nvmf.subsysnqn;
+		size_t n = strlen(nqn), p = strlen(PMCD_DISK_PLACEHOLDER);
 
+		if (n >= p && !strcmp(nqn + n - p, PMCD_DISK_PLACEHOLDER))
+			return pmc_err_set(err, EINVAL,
+					   "edit %s: volume %s names the example NVMe-oF subsystem "
+					   "%s",
+					   path, c->volumes[i].name, nqn);
 		base = base ? base + 1 : c->volumes[i].disk;
 		if (!strcmp(base, PMCD_DISK_PLACEHOLDER))
 			return pmc_err_set(err, EINVAL,

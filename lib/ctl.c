@@ -424,8 +424,12 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 		pmc_config_volume_default(&r->add);
 		if (!json_object_object_get_ex(o, "name", &j))
 			return pmc_err_set(err, EINVAL, "%s: missing \"name\"", cmd);
-		if (!json_object_object_get_ex(o, "disk", &j))
-			return pmc_err_set(err, EINVAL, "%s: missing \"disk\"", cmd);
+		if (!json_object_object_get_ex(o, "disk", &j) &&
+		    !json_object_object_get_ex(o, "disk.transport", &j))
+			return pmc_err_set(err, EINVAL,
+					   "%s: missing \"disk\" (or \"disk.transport\" and the "
+					   "other disk.* of an NVMe-oF namespace)",
+					   cmd);
 		json_object_object_foreach(o, key, jv)
 		{
 			const struct pmc_config_key *k =
@@ -450,7 +454,7 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 		}
 		if (r->discard_dirty && !r->replace_disk)
 			return pmc_err_set(err, EINVAL, "%s: discard_dirty needs replace_disk", cmd);
-		return 0;
+		return pmc_config_volume_check(&r->add, cmd, err);
 	case PMC_CTL_SET:
 	case PMC_CTL_GET:
 		if (json_object_object_get_ex(o, "volume", &j)) {
@@ -607,9 +611,14 @@ static int encode_fields(struct json_object *o, const struct pmc_ctl_req *r)
 			if (k->scope != PMC_CONFIG_SCOPE_VOLUME)
 				continue;
 			if (k->type == PMC_CONFIG_T_PATH || k->type == PMC_CONFIG_T_NAME ||
-			    k->type == PMC_CONFIG_T_GROUP) {
+			    k->type == PMC_CONFIG_T_GROUP || k->type == PMC_CONFIG_T_TEXT) {
 				if (!memchr(s, '\0', k->size))
 					return -EINVAL;
+				/* unset strings (and an NVMe-oF volume's "disk") are left out */
+				if (!s[0] && !(k->flags & PMC_CONFIG_REQUIRED))
+					continue;
+				if (!s[0] && pmc_config_volume_is_nvmf(&r->add))
+					continue;
 				rc = add(o, k->key, json_object_new_string(s));
 				continue;
 			}
@@ -752,8 +761,10 @@ char *pmc_ctl_reply_value(const struct pmc_ctl_id *id, const char *volume,
 		rc = add(o, "key", json_object_new_string(k->key));
 	if (!rc && volume)
 		rc = add(o, "volume", json_object_new_string(volume));
-	if (k->type == PMC_CONFIG_T_PATH || k->type == PMC_CONFIG_T_NAME ||
-	    k->type == PMC_CONFIG_T_GROUP)
+	if ((k->flags & PMC_CONFIG_SECRET) && ((const char *)base + k->off)[0])
+		v = json_object_new_string("(set, not shown)");
+	else if (k->type == PMC_CONFIG_T_PATH || k->type == PMC_CONFIG_T_NAME ||
+		 k->type == PMC_CONFIG_T_GROUP || k->type == PMC_CONFIG_T_TEXT)
 		v = json_object_new_string_len((const char *)base + k->off,
 					       (int)strnlen((const char *)base + k->off, k->size));
 	else
