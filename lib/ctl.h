@@ -49,7 +49,10 @@
  *       keys of the config, with the same types, ranges and defaults. The
  *       disk must be a block device whose name under /dev matches
  *       control.allowed_disks (the volume records that name); it is opened
- *       O_EXCL. Callers other than root are told only that a disk is not
+ *       O_EXCL. An NVMe-oF namespace comes as "disk.transport" and the
+ *       other disk.* keys instead of "disk" (the config's disk group): the
+ *       daemon connects its controller (control.allowed_disks does not
+ *       apply) and opens the namespace's block device. Callers other than root are told only that a disk is not
  *       one they may add, never why. A volume the cache knows attaches only
  *       to the disk whose identity it recorded; replace_disk records the
  *       new disk's identity instead and drops the volume's cached blocks
@@ -115,9 +118,16 @@
  *       "block_size":N?,"nr_blocks":N?,"dirty_blocks":N?,"clean_blocks":N?,
  *       "counts_valid":B?,"last_restart":S?,"boot_epoch":N?,
  *       "store_granularity":S?,"pmem_unavailable":B?,"volumes":[VOLUME]}
- *   @VOLUME {"name":S,"disk":S,"disk_id":S,"device":S,"mode":S,"draining":B,
- *       "size_bytes":N,"dirty_blocks":N,"clean_blocks":N,
+ *   @VOLUME {"name":S,"disk":S,"path":PATH?,"disk_id":S,"device":S,"mode":S,
+ *       "draining":B,"size_bytes":N,"dirty_blocks":N,"clean_blocks":N,
  *       "oldest_dirty_age_ms":N,"error":N,"error_text":S,"recovered":B}
+ *   @PATH {"transport":S,"address":S,"controller":S,"device":S,"state":S,
+ *       "reconnects":N}
+ *       (an NVMe-oF disk: "disk" is its label, nvmf:<transport>:<traddr>:
+ *       <trsvcid>:<subsysnqn>:ns<nsid>; state is the controller's - live,
+ *       connecting, resetting... - or "lost" (no controller: the daemon
+ *       reconnects it) or "wrong-disk" (the namespace now there has another
+ *       identity than the one recorded: not used))
  *   @stats {"ok":true,"total":O,"volumes":[O]}
  *   @volume-add {"ok":true,"volumes":[VOLUME]}
  *   @volume-remove {"ok":true}
