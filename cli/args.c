@@ -19,6 +19,7 @@ static const struct {
 	{"volume add", PMC_CLI_VOLUME_ADD, 2, PMC_CLI_POS_MAX},
 	{"volume remove", PMC_CLI_VOLUME_REMOVE, 1, 1},
 	{"volume list", PMC_CLI_VOLUME_LIST, 0, 0},
+	{"volume reconnect", PMC_CLI_VOLUME_RECONNECT, 1, 1},
 	{"set", PMC_CLI_SET, 2, 2},
 	{"get", PMC_CLI_GET, 1, 1},
 	{"flush", PMC_CLI_FLUSH, 0, 1},
@@ -49,9 +50,12 @@ void pmc_cli_usage(FILE *f)
 	      "                                counters and latency, per volume and total\n"
 	      "  volume add NAME DISK [KEY=VALUE...] [--replace-disk [--discard-dirty]]\n"
 	      "                                attach a disk (mode=, seq_cutoff=, ...); a known\n"
-	      "                                volume only to the disk the cache recorded\n"
+	      "                                volume only to the disk the cache recorded; DISK\n"
+	      "                                nvmf: an NVMe-oF namespace (disk.transport=,\n"
+	      "                                disk.traddr=, disk.subsysnqn=, disk.nsid=, ...)\n"
 	      "  volume remove NAME [--force]  write back, stop and detach a volume\n"
 	      "  volume list                   the volumes served\n"
+	      "  volume reconnect NAME         connect a lost NVMe-oF volume's controller now\n"
 	      "  set [-v VOLUME] KEY VALUE     change a run-time tunable or a volume's mode\n"
 	      "  get [-v VOLUME] KEY           read a configuration key\n"
 	      "  flush [VOLUME]                write back all dirty data, with progress\n"
@@ -341,6 +345,12 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 	case PMC_CLI_SHUTDOWN:
 		req->cmd = PMC_CTL_SHUTDOWN;
 		req->remove_devices = a->remove_devices;
+		break;
+	case PMC_CLI_VOLUME_RECONNECT:
+		req->cmd = PMC_CTL_VOLUME_RECONNECT;
+		if (pmc_config_name_check(a->pos[0], "volume", err))
+			return -EINVAL;
+		snprintf(req->volume, sizeof(req->volume), "%s", a->pos[0]);
 		break;
 	case PMC_CLI_VOLUME_REMOVE:
 		req->cmd = PMC_CTL_VOLUME_REMOVE;

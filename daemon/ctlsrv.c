@@ -735,7 +735,7 @@ static void start_job(struct conn *c, const struct pmc_ctl_req *r)
 static int mutating(enum pmc_ctl_cmd cmd)
 {
 	return cmd == PMC_CTL_VOLUME_ADD || cmd == PMC_CTL_VOLUME_REMOVE || cmd == PMC_CTL_SET ||
-	       cmd == PMC_CTL_FLUSH || cmd == PMC_CTL_SHUTDOWN;
+	       cmd == PMC_CTL_FLUSH || cmd == PMC_CTL_SHUTDOWN || cmd == PMC_CTL_VOLUME_RECONNECT;
 }
 
 /* is the running operation on this volume? */
@@ -841,6 +841,24 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	case PMC_CTL_GET:
 		do_get(c, &r);
 		break;
+	case PMC_CTL_VOLUME_RECONNECT: {
+		struct pmcd_volume *v = pmcd_volume_find(d, r.volume);
+
+		if (!v) {
+			snprintf(msg, sizeof(msg), "volume %s: not served", r.volume);
+			send_err(c, &r.id, ENOENT, msg);
+		} else if (!pmc_config_volume_is_nvmf(&v->conf)) {
+			snprintf(msg, sizeof(msg), "volume %s: its disk is not an NVMe-oF namespace",
+				 r.volume);
+			send_err(c, &r.id, EINVAL, msg);
+		} else {
+			v->path_retry_ns = 0;
+			v->path_backoff_ms = 0;
+			pmcd_path_kick(d);
+			conn_send(c, pmc_ctl_reply_ok(&r.id, NULL));
+		}
+		break;
+	}
 	default:
 		send_err(c, &r.id, EINVAL, "request not handled");
 		break;

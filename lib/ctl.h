@@ -64,6 +64,11 @@
  *       or not). With force, a volume whose disk fails write-back is
  *       detached anyway; its dirty data stays in the pmem until the volume
  *       is added again.
+ *   {"cmd":"volume-reconnect","name":S}
+ *       An NVMe-oF volume: connect its controller again now if it is lost
+ *       (the daemon otherwise retries with a back-off up to 60 s); the
+ *       reply comes at once, status shows the path. EINVAL for a volume
+ *       whose disk is a path.
  *   {"cmd":"volume-list"}
  *       The volumes, as in status.
  *   {"cmd":"set","volume":S?,"key":S,"value":N|S}
@@ -131,6 +136,7 @@
  *   @stats {"ok":true,"total":O,"volumes":[O]}
  *   @volume-add {"ok":true,"volumes":[VOLUME]}
  *   @volume-remove {"ok":true}
+ *   @volume-reconnect {"ok":true}
  *   @volume-list {"ok":true,"volumes":[VOLUME]}
  *   @set {"ok":true}
  *   @get {"ok":true,"key":S,"volume":S?,"value":I|S}
@@ -165,6 +171,7 @@ enum pmc_ctl_cmd {
 	PMC_CTL_GET,
 	PMC_CTL_FLUSH,
 	PMC_CTL_SHUTDOWN,
+	PMC_CTL_VOLUME_RECONNECT,
 	PMC_CTL_CMD_NR,
 };
 
@@ -187,7 +194,8 @@ struct pmc_ctl_id {
 struct pmc_ctl_req {
 	enum pmc_ctl_cmd cmd;
 	struct pmc_ctl_id id;
-	/* stats, set, get, flush: "volume"; volume-remove: "name"; "" if absent */
+	/* stats, set, get, flush: "volume"; volume-remove, volume-reconnect: "name";
+	 * "" if absent */
 	char volume[PMC_VOLUME_NAME_MAX + 1];
 	/* volume-add: name, disk and options, the absent ones at their defaults */
 	struct pmc_config_volume add;

@@ -249,6 +249,64 @@ static const char *or_null(const char *s)
 	return s && s[0] ? s : NULL;
 }
 
+/* libnvme's connect errors (ENVME_CONNECT_*, from 1000 up) as an errno */
+static int connect_errno(int e)
+{
+	switch (e) {
+	case ENVME_CONNECT_ALREADY:
+		return EALREADY;
+	case ENVME_CONNECT_CONNREFUSED:
+		return ECONNREFUSED;
+	case ENVME_CONNECT_ADDRINUSE:
+		return EADDRINUSE;
+	case ENVME_CONNECT_INVAL:
+	case ENVME_CONNECT_INVAL_TR:
+	case ENVME_CONNECT_TARG:
+	case ENVME_CONNECT_AARG:
+	case ENVME_CONNECT_ADDRFAM:
+		return EINVAL;
+	case ENVME_CONNECT_NODEV:
+		return ENODEV;
+	case ENVME_CONNECT_OPNOTSUPP:
+		return EOPNOTSUPP;
+	default:
+		return e > 0 && e < 1000 ? e : EIO;
+	}
+}
+
+static const char *connect_strerror(int e)
+{
+	return e >= 1000 ? nvme_errno_to_string(e) : strerror(e ? e : EIO);
+}
+
+/*
+ * The host to connect as: disk.hostnqn/hostid, else /etc/nvme/hostnqn and
+ * /etc/nvme/hostid. Without a host id, the UUID of a
+ * "nqn.2014-08.org.nvmexpress:uuid:<uuid>" host NQN: the kernel would
+ * otherwise pair the NQN with its own default host's id and refuse the
+ * connect ("found same hostid but different hostnqn").
+ */
+static nvme_host_t host_of(nvme_root_t r, const struct pmc_config_nvmf *n)
+{
+	char *nqn = n->hostnqn[0] ? strdup(n->hostnqn) : nvmf_hostnqn_from_file();
+	char *id = n->hostid[0] ? strdup(n->hostid) : nvmf_hostid_from_file();
+	const char *u;
+	nvme_host_t h = NULL;
+
+	if (!nqn)
+		nqn = nvmf_hostnqn_generate();
+	if (!nqn)
+		goto out;
+	u = strstr(nqn, ":uuid:");
+	if (!id && u && strlen(u + 6) == 36)
+		id = strdup(u + 6);
+	h = nvme_lookup_host(r, nqn, id);
+out:
+	free(nqn);
+	free(id);
+	return h;
+}
+
 /* the subsystem's entry in the discovery log of the controller at
  * traddr:trsvcid, connected; the discovery controller is disconnected */
 static int connect_discovered(nvme_root_t r, nvme_host_t h, const struct pmc_config_nvmf *n,
@@ -268,11 +326,14 @@ static int connect_discovered(nvme_root_t r, nvme_host_t h, const struct pmc_con
 	if (!dc)
 		return pmc_err_set(err, ENOMEM, "%s: out of memory", label);
 	dcfg.ctrl_loss_tmo = 0; /* a discovery controller is only asked once */
+	errno = 0;
 	if (nvmf_add_ctrl(h, dc, &dcfg) < 0) {
-		rc = errno ? errno : EIO;
+		int e = errno;
+
 		nvme_free_ctrl(dc);
-		return pmc_err_set(err, rc, "%s: connecting the discovery controller at %s:%s: %s",
-				   label, n->traddr, trsvcid_of(n), strerror(rc));
+		return pmc_err_set(err, connect_errno(e),
+				   "%s: connecting the discovery controller at %s:%s: %s", label,
+				   n->traddr, trsvcid_of(n), connect_strerror(e));
 	}
 	if (nvmf_get_discovery_log(dc, &log, 4) < 0 || !log) {
 		rc = errno ? errno : EIO;
@@ -294,11 +355,11 @@ static int connect_discovered(nvme_root_t r, nvme_host_t h, const struct pmc_con
 		matched++;
 		errno = 0;
 		c = nvmf_connect_disc_entry(h, e, cfg, &discover);
-		if (c || errno == EALREADY) {
+		if (c || connect_errno(errno) == EALREADY) {
 			rc = 0;
 			break;
 		}
-		rc = errno ? errno : EIO;
+		rc = connect_errno(errno);
 	}
 	if (rc == ENOENT && !matched)
 		pmc_err_set(err, ENOENT,
@@ -337,8 +398,7 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 		r = scan(&sink, err);
 		if (!r)
 			return -err->code;
-		h = n->hostnqn[0] ? nvme_lookup_host(r, n->hostnqn, or_null(n->hostid))
-				  : nvme_default_host(r);
+		h = host_of(r, n);
 		if (!h) {
 			scan_free(r, sink);
 			return pmc_err_set(err, EINVAL, "%s: no host NQN (set disk.hostnqn, or "
@@ -348,6 +408,7 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 		if (n->dhchap_key[0])
 			nvme_host_set_dhchap_key(h, n->dhchap_key);
 		fabrics_config(n, &cfg);
+		rc = 0;
 		if (n->discovery) {
 			rc = connect_discovered(r, h, n, &cfg, label, err);
 		} else {
@@ -363,12 +424,14 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 					nvme_ctrl_set_dhchap_key(c, n->dhchap_ctrl_key);
 				errno = 0;
 				if (nvmf_add_ctrl(h, c, &cfg) < 0) {
-					int e = errno ? errno : EIO;
+					int e = errno;
 
 					nvme_free_ctrl(c);
-					rc = e == EALREADY ? 0
-							   : pmc_err_set(err, e, "%s: connect: %s",
-									 label, strerror(e));
+					rc = connect_errno(e) == EALREADY
+						 ? 0
+						 : pmc_err_set(err, connect_errno(e),
+							       "%s: connect: %s", label,
+							       connect_strerror(e));
 				}
 			}
 		}
