@@ -8,8 +8,9 @@
 # ctrl_loss_tmo and reconnected by pmcached, a SIGKILL with dirty data and
 # the port away; then, with dirty data and the port away again, it prints
 # PMC_CUTME and the host SIGKILLs qemu 0..1000 ms later. Boot 2 (same
-# images) runs t-nvmf.sh verify: every acknowledged region reads back
-# through the cache and, after a flush, from the namespace's own disk.
+# images) runs t-nvmf.sh verify, connecting through the target's discovery
+# controller: every acknowledged region reads back through the cache and,
+# after a flush, from the namespace's own disk.
 # PMC_VM_SEED=S replays a seed.
 set -euo pipefail
 [ $# -eq 4 ] || { echo "usage: vm-nvmf.sh IMAGE WORK PMCACHED PMCACHECTL" >&2; exit 2; }
@@ -25,10 +26,13 @@ rc=0
 grep -E '^(OK|FAIL|note)' "$WORK/run.log" || true
 [ $rc = 0 ] || { echo "vm-nvmf: FAIL: boot 1 did not end in the planned power cut"; exit 1; }
 grep -q '^FAIL' "$WORK/run.log" && { echo "vm-nvmf: FAIL: before the power cut"; exit 1; }
+acked=$(sed -n 's/^PMC_NVMF_ACKED \([0-9 ]*\)\r*$/\1/p' "$WORK/run.log" | tail -n 1)
+[ -n "$acked" ] || { echo "vm-nvmf: FAIL: no PMC_NVMF_ACKED line"; exit 1; }
+echo "vm-nvmf: regions acknowledged before the cut: $acked"
 t1=$(date +%s)
 rc=0
 "$SRC/run-guest.sh" -i "$IMAGE" -w "$WORK" -n verify -b "$BIN" -b "$CTL" -t 400 -- \
-	sh t-nvmf.sh verify "$SEED" || rc=$?
+	sh t-nvmf.sh verify "$SEED" "$acked" || rc=$?
 grep -E '^(OK|FAIL)' "$WORK/verify.log" || true
 t2=$(date +%s)
 echo "vm-nvmf: boot 1 $((t1 - t0)) s, boot 2 $((t2 - t1)) s"

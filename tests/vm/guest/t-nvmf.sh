@@ -1,4 +1,4 @@
-# t-nvmf.sh run|verify SEED - guest halves of vm-nvmf: pmcached in front of
+# t-nvmf.sh run|verify SEED [ACKED] - guest halves of vm-nvmf: pmcached in front of
 # an NVMe-oF namespace. The target is the kernel's (nvmet) exporting the
 # second emulated NVMe disk over TCP on loopback (nvme-loop when tcp does
 # not come up); pmcached connects it from its config with libnvme.
@@ -16,12 +16,13 @@
 #     restart takes the device over and everything reads back and drains;
 #  5. dirty data with the port away again, then PMC_CUTME: the host cuts
 #     the power.
-# verify: the target again, pmcached restarts (a crash restart) and every
-#   acknowledged region reads back through the cache, then from the
-#   namespace's own disk after a flush.
+# verify: the target again, pmcached restarts (a crash restart) and connects
+#   through the target's discovery controller this time; every acknowledged
+#   region (ACKED, from the run's PMC_NVMF_ACKED line) reads back through
+#   the cache, then from the namespace's own disk after a flush.
 . /host/lib.sh
 PATH=/host/bin:$PATH
-WHAT=$1 SEED=${2:-1}
+WHAT=$1 SEED=${2:-1} ACKED=$3
 NQN=nqn.2026-12.org.pmcache:vm-nvmf
 NGUID=504d43616368652d6e766d662d763031 # "PMCache-nvmf-v01"
 CFS=/sys/kernel/config/nvmet
@@ -64,10 +65,13 @@ target_up || { bad "nvmet target"; exit 1; }
 ok "nvmet: $NQN ns 1 = $BACK on $TR $(cat $CFS/ports/1/addr_traddr):$(cat $CFS/ports/1/addr_trsvcid)"
 
 ADDR='traddr = "127.0.0.1"; trsvcid = "4420";'
+# after the power cut: through the discovery controller (nvmet serves one
+# on every port)
+[ $WHAT = verify ] && ADDR="$ADDR discovery = \"yes\";"
 [ $TR = loop ] && ADDR=""
 cat >$CONF <<EOC
 pmem = { path = "$DAX"; };
-state_dir = "/host/out/state";
+state_dir = "/tmp/pmcache-state";
 control = { socket = "$SOCK"; };
 queues = { count = 1; depth = 64; };
 writeback = { high_pct = 90; low_pct = 80; max_age_ms = 500; retry_ms = 200; idle_ms = 20; };
@@ -75,7 +79,6 @@ volumes = ( { name = "net"; mode = "write-back"; ublk_id = 0;
 	disk = { transport = "$TR"; $ADDR subsysnqn = "$NQN"; nsid = 1;
 		ctrl_loss_tmo = 6; fast_io_fail_tmo = 1; reconnect_delay = 1; }; } );
 EOC
-mkdir -p /host/out/state
 
 status() { pmcachectl -s $SOCK status --json 2>/dev/null | tr -d ' \n'; }
 # jval NAME: the value of the volume's member NAME in status (first match)
@@ -119,9 +122,15 @@ raw_dev() { # the namespace's own disk, read around the cache and the fabric
 }
 
 if [ "$WHAT" = verify ]; then
-	ACKED=$(cat /host/out/acked 2>/dev/null)
+	[ -n "$ACKED" ] || { bad "no acknowledged regions given"; exit 1; }
 	pmcached_start $CONF $LOG || { bad "pmcached did not restart"; cat $LOG; exit 1; }
 	grep -E "restart|ready|volume net" $LOG | tail -5
+	if [ $TR = tcp ]; then
+		dmesg | grep -q 'new ctrl: NQN "nqn.2014-08.org.nvmexpress.discovery"' &&
+			ok "pmcached connected through the discovery controller" ||
+			bad "no discovery controller was connected"
+	fi
+	pmcachectl -s $SOCK status
 	wait_for 30 "path live after the power cut" state_is live
 	regions_ok "after the power cut, through the cache" /dev/ublkb0 $ACKED
 	pmcachectl -s $SOCK flush >/dev/null && ok "flush" || bad "flush after the power cut"
@@ -137,8 +146,9 @@ pmcachectl format --force "$DAX" >/dev/null || { bad "format"; exit 1; }
 : >$LOG
 pmcached_start $CONF $LOG || { bad "pmcached did not start"; cat $LOG; exit 1; }
 grep "volume net" $LOG
-[ "$(jval state)" = live ] && ok "status: path $(jval controller) $(jval device) live, disk $(jval disk)" ||
+[ "$(jval state)" = live ] && ok "status: path $(jval controller) $(jval device) live" ||
 	bad "status after start: $(status)"
+pmcachectl -s $SOCK status
 case "$(jval disk_id)" in
 nvme.nguid-$NGUID) ok "the volume recorded the namespace's identity $(jval disk_id)" ;;
 *) bad "disk_id $(jval disk_id), expected nvme.nguid-$NGUID" ;;
@@ -211,8 +221,7 @@ regions_ok "after SIGKILL, on the namespace's disk" "$(raw_dev)" 6
 port_down
 wait_for 20 "path down for the power cut" state_not live
 region 7 && ok "region 7 absorbed"
-echo "0 1 2 3 4 5 6 7" >/host/out/acked
-sync
+echo "PMC_NVMF_ACKED 0 1 2 3 4 5 6 7"
 echo "PMC_NVMF_TIME run $(awk "BEGIN { print $(up) - $SECONDS0 }") s"
 [ $FAIL = 0 ] || exit 1
 echo PMC_CUTME
