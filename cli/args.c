@@ -256,7 +256,7 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 				continue;
 			if (nwords < 2)
 				return pmc_err_set(err, EINVAL,
-						   "volume: needs add, remove or list");
+						   "volume: needs add, remove, list or reconnect");
 			if (strcmp(words[1], sp + 1))
 				continue;
 			used = 2;
@@ -298,7 +298,7 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 		return 0;
 	}
 	if (!strcmp(words[0], "volume"))
-		return pmc_err_set(err, EINVAL, "volume %s: unknown; use add, remove or list",
+		return pmc_err_set(err, EINVAL, "volume %s: unknown; use add, remove, list or reconnect",
 				   words[1]);
 	return pmc_err_set(err, EINVAL, "unknown command \"%s\" (see pmcachectl --help)",
 			   words[0]);
