@@ -84,7 +84,10 @@ if [ "$NVMF" = 1 ]; then
 		echo 127.0.0.1 >$CFS/ports/1/addr_traddr && echo 4420 >$CFS/ports/1/addr_trsvcid &&
 		ln -s $CFS/subsystems/$NQN $CFS/ports/1/subsystems/$NQN ||
 		{ bad "nvmet tcp target over $D"; exit 1; }
-	nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $NQN >/dev/null || { bad "nvme connect"; exit 1; }
+	# the image has /etc/nvme/hostnqn but no hostid: give the NQN's UUID, or
+	# the kernel pairs the NQN with its default host's id and refuses
+	nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $NQN -I "$(sed 's/.*:uuid://' /etc/nvme/hostnqn)" \
+		>/dev/null || { bad "nvme connect"; exit 1; }
 	for _i in $(seq 1 100); do
 		for _n in /sys/class/nvme-subsystem/*/nvme*n1; do
 			[ -e "$_n" ] && grep -qx $NQN "$(dirname "$_n")/subsysnqn" && NVMF_DEV=/dev/$(basename "$_n")
