@@ -492,7 +492,10 @@ static void reload_diff(struct pmcd *d, struct pmc_config *nc, struct reload_rep
 				continue;
 			pmc_config_key_format(k, &v->conf, was, sizeof(was));
 			pmc_config_key_format(k, nv, now, sizeof(now));
-			if (strcmp(was, now))
+			if (strcmp(was, now) && (k->flags & PMC_CONFIG_SECRET))
+				report(r, "volume %s: %s changed (not shown); that needs a restart",
+				       nv->name, k->key);
+			else if (strcmp(was, now))
 				report(r, "volume %s: %s %s -> %s needs a restart", nv->name, k->key,
 				       was, now);
 		}
