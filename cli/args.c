@@ -298,8 +298,8 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 		return 0;
 	}
 	if (!strcmp(words[0], "volume"))
-		return pmc_err_set(err, EINVAL, "volume %s: unknown; use add, remove, list or reconnect",
-				   words[1]);
+		return pmc_err_set(err, EINVAL,
+				   "volume %s: unknown; use add, remove, list or reconnect", words[1]);
 	return pmc_err_set(err, EINVAL, "unknown command \"%s\" (see pmcachectl --help)",
 			   words[0]);
 }

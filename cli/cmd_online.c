@@ -132,8 +132,8 @@ static void print_volumes(struct json_object *vols, uint64_t block_size)
 
 		if (!json_object_object_get_ex(v, "path", &p))
 			continue;
-		printf("%s: path %s %s %s (%s): %s, %" PRIu64 " reconnects\n", get_str(v, "name", "?"),
-		       get_str(p, "transport", "?"), get_str(p, "address", "-"),
+		printf("%s: path %s %s %s (%s): %s, %" PRIu64 " reconnects\n",
+		       get_str(v, "name", "?"), get_str(p, "transport", "?"), get_str(p, "address", "-"),
 		       get_str(p, "controller", "-"), get_str(p, "device", "-"),
 		       get_str(p, "state", "?"), get_u64(p, "reconnects"));
 	}

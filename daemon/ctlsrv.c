@@ -281,8 +281,9 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v)
 
 		pmc_config_nvmf_label(&v->conf.nvmf, label, sizeof(label));
 		json_object_object_add(o, "disk", json_object_new_string(label));
-		json_object_object_add(p, "transport", json_object_new_string(pmc_config_transport_name(
-							   v->conf.nvmf.transport)));
+		json_object_object_add(
+		    p, "transport",
+		    json_object_new_string(pmc_config_transport_name(v->conf.nvmf.transport)));
 		json_object_object_add(p, "address", json_object_new_string(v->path_addr));
 		json_object_object_add(p, "controller", json_object_new_string(v->path_ctrl));
 		json_object_object_add(p, "device", json_object_new_string(v->path_dev));

@@ -153,8 +153,8 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 		}
 		v->path_reconnects++;
 		v->path_backoff_ms = 0;
-		pmc_log(LOG_NOTICE, "volume %s: reconnected: controller %s, %s", conf.name,
-			p.ctrl, p.dev);
+		pmc_log(LOG_NOTICE, "volume %s: reconnected: controller %s, %s", conf.name, p.ctrl,
+			p.dev);
 		pthread_mutex_unlock(&d->lock);
 	} else if (rc) {
 		pmc_log(LOG_WARNING, "volume %s: %s", conf.name, err.msg);

@@ -988,7 +988,9 @@ int pmc_config_copy(struct pmc_config *dst, const struct pmc_config *src, struct
 
 const char *pmc_config_transport_name(int transport)
 {
-	if (transport < 0 || transport >= (int)(sizeof(transport_words) / sizeof(transport_words[0])) - 1)
+	int nr = (int)(sizeof(transport_words) / sizeof(transport_words[0])) - 1;
+
+	if (transport < 0 || transport >= nr)
 		return "?";
 	return transport_words[transport];
 }

@@ -52,8 +52,8 @@
  *       O_EXCL. An NVMe-oF namespace comes as "disk.transport" and the
  *       other disk.* keys instead of "disk" (the config's disk group): the
  *       daemon connects its controller (control.allowed_disks does not
- *       apply) and opens the namespace's block device. Callers other than root are told only that a disk is not
- *       one they may add, never why. A volume the cache knows attaches only
+ *       apply) and opens the namespace's block device. Callers other than
+ *       root are told only that a disk is not one they may add, never why. A volume the cache knows attaches only
  *       to the disk whose identity it recorded; replace_disk records the
  *       new disk's identity instead and drops the volume's cached blocks
  *       (refused while it has dirty ones, unless discard_dirty, which needs

@@ -337,8 +337,8 @@ static int connect_discovered(nvme_root_t r, nvme_host_t h, const struct pmc_con
 	}
 	if (nvmf_get_discovery_log(dc, &log, 4) < 0 || !log) {
 		rc = errno ? errno : EIO;
-		pmc_err_set(err, rc, "%s: reading the discovery log at %s:%s: %s", label,
-			    n->traddr, trsvcid_of(n), strerror(rc));
+		pmc_err_set(err, rc, "%s: reading the discovery log at %s:%s: %s", label, n->traddr,
+			    trsvcid_of(n), strerror(rc));
 		goto disconnect;
 	}
 	nr = le64toh(log->numrec);
@@ -380,7 +380,8 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 	const char *tr = pmc_config_transport_name(n->transport);
 	struct nvme_fabrics_config cfg;
 	struct timespec ts = {0, 100 * 1000 * 1000};
-	char label[PMC_CONFIG_NQN_MAX + PMC_CONFIG_TRADDR_MAX + 128], desc[PMC_CONFIG_NQN_MAX + 300];
+	char label[PMC_CONFIG_NQN_MAX + PMC_CONFIG_TRADDR_MAX + 128],
+	    desc[PMC_CONFIG_NQN_MAX + 300];
 	nvme_root_t r;
 	nvme_host_t h;
 	nvme_ctrl_t c;
@@ -401,8 +402,9 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 		h = host_of(r, n);
 		if (!h) {
 			scan_free(r, sink);
-			return pmc_err_set(err, EINVAL, "%s: no host NQN (set disk.hostnqn, or "
-							"write /etc/nvme/hostnqn)",
+			return pmc_err_set(err, EINVAL,
+					   "%s: no host NQN (set disk.hostnqn, or "
+					   "write /etc/nvme/hostnqn)",
 					   label);
 		}
 		if (n->dhchap_key[0])
@@ -451,8 +453,9 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 		nanosleep(&ts, NULL);
 	}
 	if (rc == -ENOENT)
-		return pmc_err_set(err, ENOENT, "%s: connected, but no controller of the "
-						"subsystem at that address appeared",
+		return pmc_err_set(err, ENOENT,
+				   "%s: connected, but no controller of the "
+				   "subsystem at that address appeared",
 				   label);
 	return pmc_err_set(err, ENOENT, "%s: controller %s (%s) has no such namespace", label,
 			   p->ctrl, p->state);
@@ -491,9 +494,10 @@ int pmc_nvmf_list(struct pmc_nvmf_ctrl **out, size_t *nr, struct pmc_err *err)
 					if (!grown) {
 						free(v);
 						scan_free(r, sink);
-						return pmc_err_set(err, ENOMEM,
-								   "listing fabric controllers: out "
-								   "of memory");
+						return pmc_err_set(
+						    err, ENOMEM,
+						    "listing fabric controllers: out "
+						    "of memory");
 					}
 					v = grown;
 				}

@@ -26,10 +26,10 @@
 
 /* where a namespace is now */
 struct pmc_nvmf_path {
-	char ctrl[32];	  /* controller, "nvme3"; "" none */
-	char dev[64];	  /* its namespace's block device, "/dev/nvme3n1"; "" none */
-	char state[24];	  /* the controller's: "live", "connecting", "resetting",
-			     "deleting", ...; "" none */
+	char ctrl[32];	   /* controller, "nvme3"; "" none */
+	char dev[64];	   /* its namespace's block device, "/dev/nvme3n1"; "" none */
+	char state[24];	   /* the controller's: "live", "connecting", "resetting",
+			      "deleting", ...; "" none */
 	char address[288]; /* the controller's address, "traddr=...,trsvcid=..." */
 };
 

@@ -98,12 +98,13 @@ int main(void)
 	{
 		char *line = pmc_ctl_encode_req(&req);
 
-		T_TRUE(line && strstr(line, "\"disk.traddr\":\"10.0.0.2\"") && !strstr(line, "\"disk\":"));
+		T_TRUE(line && strstr(line, "\"disk.traddr\":\"10.0.0.2\"") &&
+		       !strstr(line, "\"disk\":"));
 		printf("ok: %s", line);
 		free(line);
 	}
-	T_OK(P("volume", "add", "net", "nvmf", "disk.transport=tcp", "disk.subsysnqn=nqn.2014-08.x:d",
-	       "disk.nsid=1"));
+	T_OK(P("volume", "add", "net", "nvmf", "disk.transport=tcp",
+	       "disk.subsysnqn=nqn.2014-08.x:d", "disk.nsid=1"));
 	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL,
 	      "volume add: volume \"net\" disk.traddr: missing (required for transport tcp)");
 	T_OK(P("volume", "add", "net", "nvmf"));

@@ -16,7 +16,10 @@
 #     restart takes the device over and everything reads back and drains;
 #  5. dirty data with the port away again, then PMC_CUTME: the host cuts
 #     the power.
-# verify: the target again, pmcached restarts (a crash restart) and connects
+# verify: first the target exports another disk (another NGUID) under the
+#   same NQN and nsid: pmcached refuses the volume naming both identities
+#   and writes nothing to it. Then the right one again, pmcached restarts
+#   (a crash restart) and connects
 #   through the target's discovery controller this time; every acknowledged
 #   region (ACKED, from the run's PMC_NVMF_ACKED line) reads back through
 #   the cache, then from the namespace's own disk after a flush.
@@ -37,14 +40,17 @@ ok "devdax $DAX, the target's disk $BACK"
 
 # --- the target ---------------------------------------------------------
 TR=tcp
+# target_up [DISK NGUID]: the subsystem with namespace 1 on DISK (default
+# the target's disk and NGUID)
 target_up() {
+	_disk=${1:-$BACK} _nguid=${2:-$NGUID}
 	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config
 	ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 	mkdir -p $CFS/subsystems/$NQN/namespaces/1 $CFS/ports/1 || return 1
 	echo 1 >$CFS/subsystems/$NQN/attr_allow_any_host
 	echo pmcnvmf0001 >$CFS/subsystems/$NQN/attr_serial
-	echo "$BACK" >$CFS/subsystems/$NQN/namespaces/1/device_path
-	echo $NGUID >$CFS/subsystems/$NQN/namespaces/1/device_nguid
+	echo "$_disk" >$CFS/subsystems/$NQN/namespaces/1/device_path
+	echo $_nguid >$CFS/subsystems/$NQN/namespaces/1/device_nguid
 	echo 1 >$CFS/subsystems/$NQN/namespaces/1/enable || return 1
 	if echo tcp >$CFS/ports/1/addr_trtype && echo ipv4 >$CFS/ports/1/addr_adrfam &&
 		echo 127.0.0.1 >$CFS/ports/1/addr_traddr && echo 4420 >$CFS/ports/1/addr_trsvcid &&
@@ -61,7 +67,12 @@ target_up() {
 port_down() { rm $CFS/ports/1/subsystems/$NQN; }
 port_back() { ln -s $CFS/subsystems/$NQN $CFS/ports/1/subsystems/$NQN; }
 
-target_up || { bad "nvmet target"; exit 1; }
+if [ "$WHAT" = verify ]; then
+	OTHER=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk 1"; exit 1; }
+	target_up "$OTHER" 0123456789abcdef0123456789abcdef || { bad "nvmet target"; exit 1; }
+else
+	target_up || { bad "nvmet target"; exit 1; }
+fi
 ok "nvmet: $NQN ns 1 = $BACK on $TR $(cat $CFS/ports/1/addr_traddr):$(cat $CFS/ports/1/addr_trsvcid)"
 
 ADDR='traddr = "127.0.0.1"; trsvcid = "4420";'
@@ -123,6 +134,21 @@ raw_dev() { # the namespace's own disk, read around the cache and the fabric
 
 if [ "$WHAT" = verify ]; then
 	[ -n "$ACKED" ] || { bad "no acknowledged regions given"; exit 1; }
+	# another namespace behind the same NQN and nsid: refused
+	SUM=$(dd if="$OTHER" bs=1M count=16 iflag=direct 2>/dev/null | md5sum)
+	timeout 120 pmcached -c $CONF >/tmp/wrong.log 2>&1
+	_rc=$?
+	grep -q "volume net: wrong disk: the cache recorded nvme.nguid-$NGUID, .* is nvme.nguid-0123456789abcdef0123456789abcdef; refusing to attach" /tmp/wrong.log &&
+		[ $_rc -ne 0 ] && [ $_rc -ne 124 ] &&
+		ok "another namespace behind the NQN is refused: $(grep 'wrong disk' /tmp/wrong.log)" ||
+		{ bad "the wrong namespace (exit $_rc):"; cat /tmp/wrong.log; }
+	[ "$(dd if="$OTHER" bs=1M count=16 iflag=direct 2>/dev/null | md5sum)" = "$SUM" ] &&
+		ok "the other disk did not change" || bad "the other disk changed"
+	nvme disconnect -n $NQN >/dev/null
+	echo 0 >$CFS/subsystems/$NQN/namespaces/1/enable &&
+		echo "$BACK" >$CFS/subsystems/$NQN/namespaces/1/device_path &&
+		echo $NGUID >$CFS/subsystems/$NQN/namespaces/1/device_nguid &&
+		echo 1 >$CFS/subsystems/$NQN/namespaces/1/enable || bad "the target's namespace back"
 	pmcached_start $CONF $LOG || { bad "pmcached did not restart"; cat $LOG; exit 1; }
 	grep -E "restart|ready|volume net" $LOG | tail -5
 	if [ $TR = tcp ]; then
