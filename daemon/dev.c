@@ -4,7 +4,15 @@
  * FETCH / COMMIT_AND_FETCH commands of its tags. A fetched tag becomes an
  * engine request on the tag's buffer; its completion commits the result and
  * fetches the next request in the same command. A request never blocks its
- * thread on disk I/O: the engine completes it from the ring.
+ * thread on disk I/O: the engine completes it from the ring. Commits go to
+ * the kernel with the loop's next io_uring_enter, all of them in one call.
+ *
+ * Where the driver has UBLK_F_USER_COPY (Linux >= 6.5) the tags have no
+ * buffers: the engine reads a write's data from /dev/ublkcN straight into
+ * pmem and writes a read hit there straight from pmem (PMC_REQ_UCOPY).
+ * PMCACHED_NO_USER_COPY=1 in the environment keeps the tag buffers (tests
+ * of that path on a newer kernel). A recovered device keeps the flags it
+ * was made with.
  *
  * Surviving a crash of the daemon: devices are created with
  * UBLK_F_USER_RECOVERY (and _REISSUE), so when this process dies the driver
@@ -52,11 +60,17 @@ static int use_ioctl(struct pmcd_dev *d)
 	return d->ctrl->use_ioctl;
 }
 
+/* the tag's buffer, or NULL with user copy */
+static void *tag_buf(struct pmcd_queue *uq, uint16_t tag)
+{
+	return uq->bufs ? uq->bufs + (size_t)tag * uq->dev->conf.max_io : NULL;
+}
+
 static void commit(struct pmcd_queue *uq, uint16_t tag, int32_t res)
 {
 	struct pmcd_dev *d = uq->dev;
 	int rc = pmc_ublk_queue_cmd(pmc_queue_ring(uq->q), d->cdev_fd, use_ioctl(d), 1, uq->q_id,
-				    tag, res, uq->bufs + (size_t)tag * d->conf.max_io);
+				    tag, res, tag_buf(uq, tag));
 
 	if (rc)
 		pmc_log(LOG_CRIT, "%s: queue %u tag %u: cannot commit: %s", d->name, uq->q_id, tag,
@@ -104,8 +118,13 @@ static void handle(struct pmcd_queue *uq, uint16_t tag)
 	req->vol = d->conf.vol;
 	req->off = iod->start_sector << 9;
 	req->len = (uint64_t)iod->nr_sectors << 9;
-	req->buf = uq->bufs + (size_t)tag * d->conf.max_io;
+	req->buf = tag_buf(uq, tag);
 	req->flags = (ublksrv_get_flags(iod) & (UBLK_IO_F_FUA >> 8)) ? PMC_REQ_FUA : 0;
+	if (d->user_copy) {
+		req->flags |= PMC_REQ_UCOPY;
+		req->ucopy_fd = d->cdev_fd;
+		req->ucopy_off = pmc_ublk_user_copy_pos(uq->q_id, tag);
+	}
 	req->cb = req_done;
 	req->priv = uq;
 	uq->busy[tag] = 1;
@@ -182,7 +201,7 @@ static void *queue_main(void *arg)
 	prctl(PR_SET_IO_FLUSHER, 1, 0, 0, 0);
 	for (uint16_t t = 0; t < depth; t++) {
 		rc = pmc_ublk_queue_cmd(pmc_queue_ring(uq->q), d->cdev_fd, use_ioctl(d), 0, uq->q_id,
-					t, -1, uq->bufs + (size_t)t * d->conf.max_io);
+					t, -1, tag_buf(uq, t));
 		if (rc) {
 			pmc_err_set(&uq->err, -rc, "%s: queue %u: cannot fetch tag %u: %s", d->name,
 				    uq->q_id, t, strerror(-rc));
@@ -234,16 +253,18 @@ static void queue_free(struct pmcd_queue *uq)
 static int queue_init(struct pmcd_dev *d, struct pmcd_queue *uq, uint16_t q_id,
 		      struct pmc_err *err)
 {
-	struct pmc_ring_opts ro = {.sqe128 = 1, .foreign = ublk_cqe, .arg = uq};
+	/* /dev/ublkcN as the ring's fixed file 0: its commands skip the fd lookup */
+	struct pmc_ring_opts ro = {
+		.sqe128 = 1, .foreign = ublk_cqe, .arg = uq, .files = &d->cdev_fd, .nfiles = 1};
 	unsigned depth = d->conf.depth;
 	int rc;
 
 	uq->dev = d;
 	uq->q_id = q_id;
-	uq->bufs = aligned_alloc(4096, (size_t)depth * d->conf.max_io);
+	uq->bufs = d->user_copy ? NULL : aligned_alloc(4096, (size_t)depth * d->conf.max_io);
 	uq->reqs = calloc(depth, sizeof(*uq->reqs));
 	uq->busy = calloc(depth, 1);
-	if (!uq->bufs || !uq->reqs || !uq->busy)
+	if ((!d->user_copy && !uq->bufs) || !uq->reqs || !uq->busy)
 		return pmc_err_set(err, ENOMEM, "%s: queue %u: out of memory", d->name, q_id);
 	uq->iods = pmc_ublk_map_descs(d->cdev_fd, q_id, (uint16_t)depth, err);
 	if (!uq->iods)
@@ -489,14 +510,19 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 					 conf->nr_queues, conf->depth, conf->max_io);
 			goto err_free;
 		}
+		d->user_copy = !!(d->info.flags & UBLK_F_USER_COPY);
 		rc = pmc_ublk_start_recovery(ctrl, d->info.dev_id, err);
 		if (rc)
 			goto err_free;
 	} else {
 		uint64_t flags = UBLK_F_USER_RECOVERY;
+		const char *no_uc = getenv("PMCACHED_NO_USER_COPY");
 
 		if (ctrl->feat.flags & UBLK_F_USER_RECOVERY_REISSUE)
 			flags |= UBLK_F_USER_RECOVERY_REISSUE;
+		d->user_copy = (ctrl->feat.flags & UBLK_F_USER_COPY) && !(no_uc && *no_uc == '1');
+		if (d->user_copy)
+			flags |= UBLK_F_USER_COPY;
 		rc = pmc_ublk_add(ctrl, d->conf.dev_id, conf->nr_queues, conf->depth, conf->max_io,
 				  flags, &d->info, err);
 		if (rc)
@@ -519,10 +545,13 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 			  : pmc_ublk_start(ctrl, d->dev_id, err);
 	if (rc)
 		goto err_del;
-	pmc_engine_set_volatile(e, conf->vol, conf->volatile_cache);
-	pmc_log(LOG_INFO, "%s: %s /dev/ublkb%u (%u queues of %u, %" PRIu64 " bytes)", d->name,
+	/* a recovered device keeps the attributes it was made with, which may
+	 * say "no volatile cache" (an older configuration): then the kernel
+	 * sends no FLUSH, and every disk write must be durable */
+	pmc_engine_set_volatile(e, conf->vol, d->recovered ? 0 : conf->volatile_cache);
+	pmc_log(LOG_INFO, "%s: %s /dev/ublkb%u (%u queues of %u, %" PRIu64 " bytes, %s)", d->name,
 		d->recovered ? "recovered" : "serving", d->dev_id, conf->nr_queues, conf->depth,
-		conf->size);
+		conf->size, d->user_copy ? "user copy" : "tag buffers");
 	*out = d;
 	return 0;
 

@@ -22,7 +22,7 @@ struct pmcd_queue {
 	uint16_t q_id;
 	struct pmc_queue *q;
 	struct ublksrv_io_desc *iods;
-	char *bufs;		/* depth * max_io, 4 KiB aligned */
+	char *bufs;		/* depth * max_io, 4 KiB aligned; NULL with user copy */
 	struct pmc_req *reqs;	/* [depth] */
 	uint8_t *busy;		/* [depth]: tag held by the engine */
 	unsigned aborted;	/* tags the driver gave back (device stopping) */
@@ -59,6 +59,7 @@ struct pmcd_dev {
 	uint32_t dev_id;
 	int cdev_fd;
 	int recovered;		/* reattached to an existing device */
+	int user_copy;		/* UBLK_F_USER_COPY: data through the cdev, no tag buffers */
 	struct pmcd_queue *queues;
 	char name[64];
 };

@@ -247,10 +247,13 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	dc.max_io = d->conf.wb.max_req_bytes;
 	dc.size = pmc_engine_volume_size(d->e, v->vol);
 	dc.disk_id = pmcd_volume_disk_id(d, v);
-	/* acknowledged writes of write-back and write-through are durable: no
-	 * volatile cache to flush; the other modes write the disk directly */
-	dc.volatile_cache = vc->vc.mode == PMC_MODE_WRITE_AROUND ||
-			    vc->vc.mode == PMC_MODE_PASS_THROUGH || !d->cache;
+	/* acknowledged writes of write-through are durable: no volatile cache
+	 * to flush. Write-back volumes advertise one (and FUA) so that the
+	 * sequential streams they send around the cache may be plain disk
+	 * writes made durable by the next FLUSH (lib/ORDERING.md); their
+	 * cached writes are durable anyway, and a FLUSH with no plain write
+	 * since the last sync completes at once. */
+	dc.volatile_cache = vc->vc.mode != PMC_MODE_WRITE_THROUGH || !d->cache;
 	dc.discard = 1;
 	rc = pmcd_dev_start(d->ctrl, d->e, &dc, &v->dev, err);
 	if (rc) {

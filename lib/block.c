@@ -15,7 +15,15 @@
  * by a crash between storing a descriptor and linking it, or by an
  * overwrite), stale (its volume was removed), or, when eviction is allowed,
  * clean, unpinned by anyone else and not referenced since the hand last
- * passed. Dirty blocks are never taken.
+ * passed. Dirty blocks are never taken, and the hand skips the blocks the
+ * dirty bitmap (cache_internal.h) marks, a word of 64 at a time, without
+ * claiming or locking them: allocation costs the same however many blocks
+ * are dirty. A dirty block the bitmap does not know yet (after an open)
+ * is marked when the hand first meets it.
+ *
+ * Read-miss fills (PMC_ALLOC_FILL) look at a few blocks only and evict
+ * only a clean block nobody referenced since the hand last passed: a miss
+ * takes a free or cold block, or is not admitted.
  *
  * Locking: claim is lock-free; the chain check and eviction run under the
  * stripe lock of the candidate's bucket (see index.c).
@@ -90,7 +98,7 @@ static int claim(struct pmc_cache *c, uint64_t blk)
 }
 
 /* decide on a claimed, non-FREE block: 0 = reusable, -EBUSY = keep */
-static int reclaim(struct pmc_cache *c, uint64_t blk, int evict)
+static int reclaim(struct pmc_cache *c, uint64_t blk, int mode)
 {
 	struct pmc_desc *d = &c->descs[blk];
 	uint64_t b, st, *link;
@@ -125,7 +133,9 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int evict)
 		goto out;
 	}
 	if (pmc_desc_live(c, d)) {
-		if (st != PMC_BLK_CLEAN || !evict || pmc_cache_pins(c, blk) != 1) {
+		if (st == PMC_BLK_DIRTY)
+			pmc_dirty_mark(c, blk, 1); /* pass it by from now on */
+		if (st != PMC_BLK_CLEAN || mode == PMC_ALLOC_FREE || pmc_cache_pins(c, blk) != 1) {
 			rc = -EBUSY;
 			goto out;
 		}
@@ -149,19 +159,37 @@ out:
 	return rc;
 }
 
-int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk)
+/* blocks marked dirty from blk on, within its bitmap word (0 if blk is not) */
+static uint64_t dirty_run(struct pmc_cache *c, uint64_t blk)
+{
+	uint64_t w = atomic_load_explicit(&c->dirty_map[blk / 64], memory_order_relaxed) >>
+		     (blk % 64);
+
+	return ~w ? (uint64_t)__builtin_ctzll(~w) : 64 - blk % 64;
+}
+
+int pmc_cache_alloc(struct pmc_cache *c, int mode, uint64_t *blk)
 {
 	/* two sweeps: the first may only clear reference bits */
-	uint64_t budget = 2 * c->nr_blocks + 1;
+	uint64_t budget = mode == PMC_ALLOC_FILL ? PMC_ALLOC_FILL_LOOK : 2 * c->nr_blocks + 1;
 
 	if (c->rdonly)
 		return -EROFS;
 	/* all dirty: no sweep can succeed (the common full-cache case) */
 	if (atomic_load(&c->counts_valid) && atomic_load(&c->tot_dirty) >= (int64_t)c->nr_blocks)
 		return -ENOSPC;
-	while (budget--) {
+	while (budget) {
 		uint64_t i = atomic_fetch_add(&c->hand, 1) % c->nr_blocks;
+		uint64_t run = dirty_run(c, i);
 
+		if (run) {
+			/* a run of dirty blocks: move the hand past it at once */
+			if (run > 1)
+				atomic_fetch_add(&c->hand, run - 1);
+			budget = budget > run ? budget - run : 0;
+			continue;
+		}
+		budget--;
 		if (!claim(c, i))
 			continue;
 		if (pmc_test_alloc_claimed)
@@ -171,7 +199,7 @@ int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk)
 		 * Once it is known to be in no chain no new pin can appear, so
 		 * ours must then be the only one. */
 		if (((pmc_load64(&c->descs[i].state) & 0xff) == PMC_BLK_FREE ||
-		     reclaim(c, i, evict) == 0) &&
+		     reclaim(c, i, mode) == 0) &&
 		    pmc_cache_pins(c, i) == 1) {
 			*blk = i;
 			return 0;
@@ -179,6 +207,75 @@ int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk)
 		pmc_cache_unpin(c, i);
 	}
 	return -ENOSPC;
+}
+
+int pmc_cache_dirty_rebuild(struct pmc_cache *c, uint64_t max)
+{
+	if (atomic_load(&c->dirty_map_complete))
+		return 1;
+	while (max--) {
+		uint64_t i = atomic_fetch_add(&c->rebuild_cursor, 1);
+		struct pmc_desc *d;
+		uint64_t lba, volgen;
+		uint32_t s;
+
+		if (i >= c->nr_blocks) {
+			atomic_store(&c->dirty_map_complete, 1);
+			return 1;
+		}
+		d = &c->descs[i];
+		if ((pmc_load64(&d->state) & 0xff) != PMC_BLK_DIRTY)
+			continue;
+		/* the key, word by word as publish stores it; then the state
+		 * again under the key's stripe lock, where it changes */
+		lba = __atomic_load_n(&d->lba, __ATOMIC_RELAXED);
+		volgen = __atomic_load_n((uint64_t *)&d->vol, __ATOMIC_RELAXED);
+		if ((uint32_t)volgen >= c->max_volumes)
+			continue;
+		s = pmc_stripe_of(c, pmc_index_bucket(c, (uint32_t)volgen, lba));
+		pthread_mutex_lock(&c->stripe[s]);
+		if ((pmc_load64(&d->state) & 0xff) == PMC_BLK_DIRTY && d->lba == lba &&
+		    d->vol == (uint32_t)volgen && pmc_desc_live(c, d))
+			pmc_dirty_mark(c, i, 1);
+		pthread_mutex_unlock(&c->stripe[s]);
+	}
+	return 0;
+}
+
+int pmc_cache_dirty_next(struct pmc_cache *c, uint64_t from, uint64_t *blk)
+{
+	for (uint64_t w = from / 64; w * 64 < c->nr_blocks; w++) {
+		uint64_t bits = atomic_load_explicit(&c->dirty_map[w], memory_order_relaxed);
+
+		if (w == from / 64)
+			bits &= ~0ull << (from % 64);
+		if (bits) {
+			*blk = w * 64 + (uint64_t)__builtin_ctzll(bits);
+			return *blk < c->nr_blocks ? 0 : -ENOENT;
+		}
+	}
+	return -ENOENT;
+}
+
+void pmc_cache_dirty_forget(struct pmc_cache *c, uint64_t blk)
+{
+	struct pmc_desc *d = &c->descs[blk];
+	uint64_t lba = __atomic_load_n(&d->lba, __ATOMIC_RELAXED);
+	uint32_t vol = __atomic_load_n(&d->vol, __ATOMIC_RELAXED), s;
+	uint64_t b, *link;
+
+	if (vol >= c->max_volumes) {
+		pmc_dirty_mark(c, blk, 0);
+		return;
+	}
+	b = pmc_index_bucket(c, vol, lba);
+	s = pmc_stripe_of(c, b);
+	pthread_mutex_lock(&c->stripe[s]);
+	/* only if it is not (or no longer) the live dirty copy of its key */
+	if (pmc_index_find_blk_locked(c, b, blk, &link) != 0 || !pmc_desc_live(c, d) ||
+	    (pmc_load64(&d->state) & 0xff) != PMC_BLK_DIRTY)
+		pmc_dirty_mark(c, blk, 0);
+	pthread_mutex_unlock(&c->stripe[s]);
 }
 
 void *pmc_cache_block_data(struct pmc_cache *c, uint64_t blk)

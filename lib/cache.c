@@ -97,6 +97,7 @@ static void cache_free(struct pmc_cache *c)
 	for (uint32_t s = 0; s < PMC_STRIPES_MAX; s++)
 		pthread_mutex_destroy(&c->stripe[s]);
 	pthread_mutex_destroy(&c->vol_lock);
+	free(c->dirty_map);
 	free(c->vrt);
 	free(c);
 }
@@ -260,7 +261,10 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 	if (!c)
 		return pmc_err_set(err, ENOMEM, "cache: out of memory");
 	c->vrt = calloc(sb.max_volumes, sizeof(*c->vrt));
-	if (!c->vrt) {
+	c->dirty_map = calloc(sb.nr_blocks / 64 + 1, sizeof(*c->dirty_map));
+	if (!c->vrt || !c->dirty_map) {
+		free(c->vrt);
+		free(c->dirty_map);
 		free(c);
 		return pmc_err_set(err, ENOMEM, "cache: out of memory");
 	}
@@ -696,6 +700,8 @@ static int range_check(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t
 int pmc_cache_write(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks,
 		    const void *buf, struct pmc_err *err)
 {
+	uint64_t blk[PMC_BATCH_MAX], lbas[PMC_BATCH_MAX];
+	int res[PMC_BATCH_MAX];
 	int rc;
 
 	if (c->rdonly)
@@ -703,23 +709,37 @@ int pmc_cache_write(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nb
 	if (pmc_cache_volume_get(c, vol))
 		return pmc_err_set(err, ENOENT, "volume slot %u: no such volume", vol);
 	rc = range_check(c, vol, lba, nblocks, err);
-	for (uint32_t i = 0; i < nblocks && rc == 0; i++) {
-		uint64_t blk;
+	/* a batch at a time: copy every block, then publish them together */
+	for (uint32_t i = 0; i < nblocks && rc == 0;) {
+		uint32_t n = 0;
 
-		rc = pmc_cache_alloc(c, 1, &blk);
-		if (rc) {
-			pmc_err_set(err, -rc,
-				    "volume %s: block %" PRIu64 ": no free or clean cache block",
-				    c->vols[vol].name, lba + i);
-			break;
+		while (n < PMC_BATCH_MAX && i + n < nblocks) {
+			rc = pmc_cache_alloc(c, PMC_ALLOC_EVICT, &blk[n]);
+			if (rc) {
+				pmc_err_set(err, -rc,
+					    "volume %s: block %" PRIu64 ": no free or clean cache block",
+					    c->vols[vol].name, lba + i + n);
+				break;
+			}
+			lbas[n] = lba + i + n;
+			pmc_pmem_copy_flush(c->pm, pmc_cache_block_data(c, blk[n]),
+					    (const char *)buf + (size_t)(i + n) * c->block_size,
+					    c->block_size);
+			n++;
 		}
-		pmc_pmem_copy(c->pm, pmc_cache_block_data(c, blk),
-			      (const char *)buf + (size_t)i * c->block_size, c->block_size);
-		rc = pmc_cache_publish(c, vol, lba + i, blk, PMC_BLK_DIRTY);
-		pmc_cache_unpin(c, blk);
-		if (rc)
-			pmc_err_set(err, -rc, "volume %s: block %" PRIu64 ": publish failed",
-				    c->vols[vol].name, lba + i);
+		if (n) {
+			int prc = pmc_cache_publish_n(c, vol, lbas, blk, n, PMC_BLK_DIRTY, NULL, res);
+
+			for (uint32_t k = 0; k < n; k++) {
+				if (!prc && res[k])
+					prc = res[k];
+				pmc_cache_unpin(c, blk[k]);
+			}
+			if (prc && !rc)
+				rc = pmc_err_set(err, -prc, "volume %s: block %" PRIu64 ": publish failed",
+						 c->vols[vol].name, lba + i);
+		}
+		i += n;
 	}
 	pmc_cache_volume_put(c, vol);
 	return rc;

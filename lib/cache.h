@@ -172,10 +172,23 @@ void pmc_cache_unpin(struct pmc_cache *c, uint64_t blk);
 uint32_t pmc_cache_pins(struct pmc_cache *c, uint64_t blk);
 void *pmc_cache_block_data(struct pmc_cache *c, uint64_t blk);
 
+/* what pmc_cache_alloc may take besides free blocks, orphans and stale ones */
+enum pmc_alloc_mode {
+	PMC_ALLOC_FREE = 0,  /* nothing else */
+	PMC_ALLOC_EVICT = 1, /* clean unpinned blocks (CLOCK: a referenced one gets
+			      * a second chance) */
+	PMC_ALLOC_FILL = 2,  /* a read-miss fill: clean blocks not referenced
+			      * since the hand last passed, within a short look
+			      * (PMC_ALLOC_FILL_LOOK blocks): a miss is not worth
+			      * evicting a block in use, nor a long search */
+};
+#define PMC_ALLOC_FILL_LOOK 64u
+
 /* A free (or reclaimed clean/orphan) block, pinned once for the caller and
- * linked nowhere. With evict != 0, clean unpinned blocks may be evicted.
- * -ENOSPC when none is found. */
-int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk);
+ * linked nowhere; mode (enum pmc_alloc_mode) says what may be evicted.
+ * Dirty blocks are never taken, and the hand passes them at the cost of a
+ * bitmap load (cache_internal.h), not a claim. -ENOSPC when none is found. */
+int pmc_cache_alloc(struct pmc_cache *c, int mode, uint64_t *blk);
 
 /*
  * Make blk (allocated and pinned by the caller, its data already stored with
@@ -185,6 +198,23 @@ int pmc_cache_alloc(struct pmc_cache *c, int evict, uint64_t *blk);
  */
 int pmc_cache_publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
 		      enum pmc_block_state state);
+
+/*
+ * The same for n blocks at once, with one persist barrier for all their
+ * descriptors and one for all their links (FORMAT.md): blk[i] becomes the
+ * copy of (vol, lba[i]). The caller has stored AND flushed every block's
+ * data (pmc_pmem_copy_flush, or pmc_pmem_flush after its own stores) and
+ * pins them. snap NULL: writes, replacing older copies; else fills, each
+ * published only under the rule of pmc_cache_publish_fill with snap[i].
+ * res[i] is each block's result (0, -EEXIST, -ESTALE, -EUCLEAN). Returns 0,
+ * or -ESTALE / -EINVAL for the volume (then nothing was published).
+ */
+int pmc_cache_publish_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lba,
+			const uint64_t *blk, uint32_t n, enum pmc_block_state state,
+			const uint32_t *snap, int *res);
+/* ... writes of the keys lba, lba + 1, ..., lba + n - 1 */
+int pmc_cache_publish_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, const uint64_t *blk,
+			    uint32_t n, enum pmc_block_state state, int *res);
 
 /*
  * Read-miss fills: take a snapshot before reading the disk, then publish the
@@ -204,6 +234,29 @@ int pmc_cache_publish_fill(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint
  * is still the current copy of (vol, lba). Returns 0, or -ESTALE when blk was
  * replaced or invalidated meanwhile (nothing changed). */
 int pmc_cache_mark_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk);
+/* ... for n blocks with one persist barrier; res[i] as above per block */
+int pmc_cache_mark_clean_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lba,
+			   const uint64_t *blk, uint32_t n, int *res);
+int pmc_cache_mark_clean_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, const uint64_t *blk,
+			       uint32_t n, int *res);
+
+/*
+ * Dirty blocks by block number, from a DRAM bitmap (1 bit per block) that
+ * every publish, clean and invalidation keeps. After an open it lacks the
+ * dirty blocks of the previous boot until pmc_cache_dirty_rebuild() has
+ * passed over every descriptor once (in steps of at most max descriptors,
+ * while I/O runs; returns 1 once complete, 0 while not). Then
+ * pmc_cache_dirty_next() finds each dirty block at the cost of one load per
+ * 64 blocks: write-back then costs what the dirty blocks cost, not what
+ * the cache size does. dirty_next: the first block >= *from marked dirty,
+ * -ENOENT past the end. A marked block may turn out not to be dirty (an
+ * orphan left by a crash, or a race): check it under its pin, and drop
+ * the mark of a block that is not the live copy of its key with
+ * pmc_cache_dirty_forget().
+ */
+int pmc_cache_dirty_rebuild(struct pmc_cache *c, uint64_t max);
+int pmc_cache_dirty_next(struct pmc_cache *c, uint64_t from, uint64_t *blk);
+void pmc_cache_dirty_forget(struct pmc_cache *c, uint64_t blk);
 
 /* The pmem under the cache (for data copies by the engine). */
 struct pmc_pmem *pmc_cache_pmem(struct pmc_cache *c);

@@ -1,9 +1,9 @@
 /* cache_internal.h - the DRAM side of an open cache, shared by the lib/
  * modules that implement cache.h. Never included by daemon/ or cli/.
  *
- * DRAM holds no per-block state: everything per block lives in the pmem
- * descriptor table. What is here is fixed-size (stripe locks, per-volume
- * counters), independent of the number of cache blocks.
+ * DRAM holds one bit per block (dirty_map, a hint for the allocator);
+ * everything else per block lives in the pmem descriptor table. The rest
+ * is fixed-size (stripe locks, per-volume counters).
  */
 #ifndef PMC_CACHE_INTERNAL_H
 #define PMC_CACHE_INTERNAL_H
@@ -56,6 +56,20 @@ struct pmc_cache {
 	 * a fill publishes only if its snapshot still matches (pmc_cache_fill_seq) */
 	atomic_uint fill_seq[PMC_STRIPES_MAX];
 	atomic_uint_fast64_t evictions; /* clean blocks evicted */
+	/*
+	 * One bit per block: set while the block is a live DIRTY copy that
+	 * this boot has seen (published dirty, or met by the allocator), so
+	 * the allocator's hand passes dirty blocks without claiming them. A
+	 * hint, never trusted for safety (reclaim checks under the lock);
+	 * exact for every block published since open. Changed only under the
+	 * stripe lock of the block's key, as its state is.
+	 */
+	_Atomic uint64_t *dirty_map; /* [(nr_blocks + 63) / 64] */
+	/* the dirty blocks of the previous boot get into dirty_map by a
+	 * background pass over the descriptors (pmc_cache_dirty_rebuild);
+	 * once it completed, the map holds every live dirty block */
+	atomic_uint_fast64_t rebuild_cursor;
+	atomic_int dirty_map_complete;
 	atomic_int_fast64_t tot_dirty;	/* sum of vrt[].nr_dirty (counted stripes) */
 };
 
@@ -97,6 +111,27 @@ void pmc_count_adj(struct pmc_cache *c, uint32_t stripe, uint32_t vol, uint64_t 
 
 /* block.c */
 void pmc_pin_locked(struct pmc_cache *c, uint64_t blk);
+
+static inline void pmc_dirty_mark(struct pmc_cache *c, uint64_t blk, int dirty)
+{
+	uint64_t bit = 1ull << (blk % 64);
+
+	if (dirty)
+		atomic_fetch_or_explicit(&c->dirty_map[blk / 64], bit, memory_order_relaxed);
+	else if (atomic_load_explicit(&c->dirty_map[blk / 64], memory_order_relaxed) & bit)
+		atomic_fetch_and_explicit(&c->dirty_map[blk / 64], ~bit, memory_order_relaxed);
+}
+
+/* index.c: the stripe locks of a batch, taken in ascending order (no other
+ * path holds two stripe locks, so batches cannot deadlock) */
+#define PMC_BATCH_MAX 256u
+struct pmc_stripe_set {
+	uint32_t s[PMC_BATCH_MAX]; /* stripes to lock, any order, repeats allowed */
+	unsigned n;
+	uint64_t map[PMC_STRIPES_MAX / 64]; /* pmc_stripes_lock's: the set, sorted */
+};
+void pmc_stripes_lock(struct pmc_cache *c, struct pmc_stripe_set *set);
+void pmc_stripes_unlock(struct pmc_cache *c, struct pmc_stripe_set *set);
 
 /* Test hooks, NULL outside tests (tests/unit/test_guards.c and
  * tests/engine/engine_faults.c force races through them):

@@ -159,7 +159,7 @@ const struct pmc_config_key pmc_config_table[] = {
     {.key = "queues.max_io",
      TOP(wb.max_req_bytes),
      .type = PMC_CONFIG_T_SIZE,
-     .def = "512K",
+     .def = "1M",
      .min = 4 * KIB,
      .max = 1 * MIB,
      .align = 4 * KIB,

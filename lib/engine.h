@@ -147,6 +147,16 @@ enum pmc_req_op {
 };
 
 #define PMC_REQ_FUA 1u /* write: durable on completion in every mode */
+/*
+ * READ/WRITE: the data is not in buf but in the file ucopy_fd at byte
+ * offset ucopy_off (ublk user copy: /dev/ublkcN at the request's position).
+ * A write's data is read from there straight into new cache blocks, a read
+ * hit written there straight from pmem: one copy, no request buffer. Paths
+ * that need the data in DRAM (disk writes of write-around, misses not
+ * admitted) copy it through a buffer of the request's context, allocated
+ * on first such use. buf is ignored.
+ */
+#define PMC_REQ_UCOPY 2u
 
 struct pmc_req_ctx;
 
@@ -157,6 +167,8 @@ struct pmc_req {
 	uint64_t len;	/* bytes */
 	void *buf;	/* READ/WRITE: len bytes, aligned to 4 KiB (O_DIRECT) */
 	unsigned flags; /* PMC_REQ_* */
+	int ucopy_fd;	/* PMC_REQ_UCOPY: where the data is */
+	uint64_t ucopy_off; /* ... at this byte offset */
 	void (*cb)(struct pmc_req *req, int res); /* 0 or -errno */
 	void *priv;
 	struct pmc_req_ctx *ctx; /* engine's */
@@ -164,9 +176,14 @@ struct pmc_req {
 
 /* 0: req completes later through cb; -errno: refused now (cb not called) */
 int pmc_queue_submit(struct pmc_queue *q, struct pmc_req *req, struct pmc_err *err);
-/* Run completions; see pmc_ring_poll() for wait and timeout. */
+/*
+ * One iteration of the queue thread's loop: one io_uring_enter submits what
+ * was prepared (disk I/O, the ring's other commands) and collects
+ * completions, whose callbacks run; see pmc_ring_poll() for wait and
+ * timeout. Work prepared by callbacks goes to the kernel with the next
+ * poll: a thread that stops polling calls pmc_ring_flush() first.
+ */
 int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns);
-int pmc_queue_eventfd(struct pmc_queue *q);
 /* requests and write-back I/O not yet completed on this queue */
 unsigned pmc_queue_busy(struct pmc_queue *q);
 int pmc_queue_fixed_buffers(struct pmc_queue *q);

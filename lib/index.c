@@ -18,6 +18,7 @@
  * the block, so eviction (which holds it too) sees every pin.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "cache_internal.h"
 
@@ -203,8 +204,10 @@ static int publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk
 				ost == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
 		pmc_pmem_flush(pm, &c->descs[old].state, sizeof(uint64_t));
 		pmc_count_adj(c, s, vol, ost, -1);
+		pmc_dirty_mark(c, old, 0);
 	}
 	pmc_count_adj(c, s, vol, state, +1);
+	pmc_dirty_mark(c, blk, state == PMC_BLK_DIRTY);
 	__atomic_store_n(&d->hint, PMC_HINT_REFERENCED, __ATOMIC_RELAXED);
 	atomic_fetch_add(&c->fill_seq[s], 1);
 	pthread_mutex_unlock(&c->stripe[s]);
@@ -241,6 +244,7 @@ int pmc_cache_mark_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
 		pmc_pmem_persist(c->pm, &c->descs[blk].state, sizeof(uint64_t));
 		pmc_count_adj(c, s, vol, PMC_BLK_DIRTY, -1);
 		pmc_count_adj(c, s, vol, PMC_BLK_CLEAN, +1);
+		pmc_dirty_mark(c, blk, 0);
 	} else if (rc == 0 || rc == -ENOENT) {
 		rc = -ESTALE;
 	}
@@ -248,32 +252,319 @@ int pmc_cache_mark_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
 	return rc;
 }
 
-/* unlink the live copy of (vol, lba), if any */
-static int invalidate_one(struct pmc_cache *c, uint32_t vol, uint64_t lba)
+void pmc_stripes_lock(struct pmc_cache *c, struct pmc_stripe_set *set)
 {
-	uint64_t b = pmc_index_bucket(c, vol, lba);
-	uint32_t s = pmc_stripe_of(c, b);
-	uint64_t blk, st, *link;
-	int rc;
+	if (set->n <= 8) {
+		/* a few: insertion sort, drop repeats */
+		unsigned m = 0;
 
-	pthread_mutex_lock(&c->stripe[s]);
-	rc = chain_walk(c, b, vol, lba, PMC_BLK_NONE, &link, &blk);
-	if (rc == 0) {
-		struct pmc_desc *d = &c->descs[blk];
+		for (unsigned i = 0; i < set->n; i++) {
+			uint32_t v = set->s[i];
+			unsigned k = m;
 
-		st = pmc_load64(&d->state) & 0xff;
-		/* crash point invalidate.unlink: one store */
-		pmc_pmem_store8(c->pm, link, pmc_load64(&d->next));
-		pmc_pmem_persist(c->pm, link, sizeof(*link));
-		/* a LOST block's media is bad: retired, never reused */
-		pmc_pmem_store8(c->pm, &d->state, st == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
-		pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
-		pmc_count_adj(c, s, vol, st, -1);
+			for (; k && set->s[k - 1] > v; k--)
+				set->s[k] = set->s[k - 1];
+			if (k && set->s[k - 1] == v) {
+				memmove(&set->s[k], &set->s[k + 1], (m - k) * sizeof(set->s[0]));
+				continue;
+			}
+			set->s[k] = v;
+			m++;
+		}
+		set->n = m;
+		for (unsigned i = 0; i < m; i++)
+			pthread_mutex_lock(&c->stripe[set->s[i]]);
+		return;
 	}
-	/* even when nothing was cached: a fill in flight must not land */
-	atomic_fetch_add(&c->fill_seq[s], 1);
-	pthread_mutex_unlock(&c->stripe[s]);
-	return rc == -ENOENT ? 0 : rc;
+	/* many: a bitmap sorts and dedupes them in O(stripes / 64) */
+	memset(set->map, 0, (c->nr_stripes + 63) / 64 * sizeof(set->map[0]));
+	for (unsigned i = 0; i < set->n; i++)
+		set->map[set->s[i] / 64] |= 1ull << (set->s[i] % 64);
+	set->n = UINT32_MAX; /* unlock by the map */
+	for (uint32_t w = 0; w < (c->nr_stripes + 63) / 64; w++)
+		for (uint64_t m = set->map[w]; m; m &= m - 1)
+			pthread_mutex_lock(&c->stripe[w * 64 + (uint32_t)__builtin_ctzll(m)]);
+}
+
+void pmc_stripes_unlock(struct pmc_cache *c, struct pmc_stripe_set *set)
+{
+	if (set->n != UINT32_MAX) {
+		for (unsigned i = set->n; i-- > 0;)
+			pthread_mutex_unlock(&c->stripe[set->s[i]]);
+		return;
+	}
+	for (uint32_t w = 0; w < (c->nr_stripes + 63) / 64; w++)
+		for (uint64_t m = set->map[w]; m; m &= m - 1)
+			pthread_mutex_unlock(&c->stripe[w * 64 + (uint32_t)__builtin_ctzll(m)]);
+}
+
+/*
+ * Publish blocks [0, n) of one batch: n <= PMC_BATCH_MAX and no two keys in
+ * one bucket (each block's successor is chosen before any of them is
+ * linked). Holds every stripe lock of the batch from the first descriptor
+ * store to the last FREE store, so no thread acts on a link that a power
+ * cut could still undo (FORMAT.md, "New write and overwrite").
+ */
+static void publish_batch(struct pmc_cache *c, uint32_t vol, uint32_t gen, const uint64_t *lba,
+			  const uint64_t *blk, uint32_t n, enum pmc_block_state state, int fill,
+			  const uint32_t *snap, int *res, const uint64_t *bucket)
+{
+	struct pmc_pmem *pm = c->pm;
+	struct pmc_stripe_set set;
+	uint64_t *link[PMC_BATCH_MAX], old[PMC_BATCH_MAX];
+	uint64_t birth = pmc_now_ns();
+	int linked = 0;
+
+	set.n = n;
+	for (uint32_t i = 0; i < n; i++)
+		set.s[i] = pmc_stripe_of(c, bucket[i]);
+	pmc_stripes_lock(c, &set);
+	/* step 1 (crash point publish.desc): every descriptor, unlinked, then
+	 * one drain; the data was flushed by the caller */
+	for (uint32_t i = 0; i < n; i++) {
+		struct pmc_desc *d = &c->descs[blk[i]];
+		uint32_t s = pmc_stripe_of(c, bucket[i]);
+		struct pmc_desc img = {0};
+		uint64_t next;
+		int rc;
+
+		rc = chain_walk(c, bucket[i], vol, lba[i], PMC_BLK_NONE, &link[i], &old[i]);
+		if (fill && (rc == 0 || atomic_load(&c->fill_seq[s]) != snap[i]))
+			rc = rc == 0 ? -EEXIST : -ESTALE;
+		else if (rc == -ENOENT)
+			rc = 0, old[i] = PMC_BLK_NONE, link[i] = &c->buckets[bucket[i]];
+		res[i] = rc;
+		if (rc)
+			continue;
+		next = old[i] == PMC_BLK_NONE ? pmc_load64(link[i]) : pmc_load64(&c->descs[old[i]].next);
+		img.lba = lba[i];
+		img.vol = vol;
+		img.vol_gen = gen;
+		img.birth_ns = birth;
+		img.csum = pmc_desc_csum(&img);
+		/* word by word: scanners read the key with atomic loads */
+		for (unsigned w = 0; w < offsetof(struct pmc_desc, state) / 8; w++)
+			pmc_pmem_store8(pm, (uint64_t *)d + w, ((uint64_t *)&img)[w]);
+		pmc_pmem_store8(pm, &d->state, state);
+		pmc_pmem_store8(pm, &d->next, next);
+		pmc_pmem_flush(pm, d, offsetof(struct pmc_desc, ref));
+		linked++;
+	}
+	if (linked) {
+		pmc_pmem_drain(pm);
+		/* step 2 (crash point publish.link): one store per block swaps its
+		 * old copy for the new one; one drain for all */
+		for (uint32_t i = 0; i < n; i++) {
+			if (res[i])
+				continue;
+			pmc_pmem_store8(pm, link[i], blk[i] + 1);
+			pmc_pmem_flush(pm, link[i], sizeof(uint64_t));
+		}
+		pmc_pmem_drain(pm);
+	}
+	/* step 3 (crash point publish.free_old): old copies FREE, no drain */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = pmc_stripe_of(c, bucket[i]);
+
+		if (res[i])
+			continue;
+		if (old[i] != PMC_BLK_NONE) {
+			uint64_t ost = pmc_load64(&c->descs[old[i]].state) & 0xff;
+
+			/* a LOST block's media is bad: retired (BAD), never reused */
+			pmc_pmem_store8(pm, &c->descs[old[i]].state,
+					ost == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
+			pmc_pmem_flush(pm, &c->descs[old[i]].state, sizeof(uint64_t));
+			pmc_count_adj(c, s, vol, ost, -1);
+			pmc_dirty_mark(c, old[i], 0);
+		}
+		pmc_count_adj(c, s, vol, state, +1);
+		pmc_dirty_mark(c, blk[i], state == PMC_BLK_DIRTY);
+		__atomic_store_n(&c->descs[blk[i]].hint, PMC_HINT_REFERENCED, __ATOMIC_RELAXED);
+		atomic_fetch_add(&c->fill_seq[s], 1);
+	}
+	pmc_stripes_unlock(c, &set);
+}
+
+int pmc_cache_publish_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lba,
+			const uint64_t *blk, uint32_t n, enum pmc_block_state state,
+			const uint32_t *snap, int *res)
+{
+	uint64_t gs;
+	uint32_t start = 0;
+
+	if (c->rdonly)
+		return -EROFS;
+	PMC_BUG_ON(state != PMC_BLK_CLEAN && state != PMC_BLK_DIRTY, "publish in state %d", state);
+	for (uint32_t i = 0; i < n; i++)
+		PMC_BUG_ON(blk[i] >= c->nr_blocks || pmc_cache_pins(c, blk[i]) == 0,
+			   "publish of block %llu that the caller does not pin",
+			   (unsigned long long)blk[i]);
+	if (vol >= c->max_volumes)
+		return -EINVAL;
+	gs = pmc_load64(&c->vols[vol].gen_state);
+	if (PMC_VOL_STATE(gs) != PMC_VOL_ACTIVE)
+		return -ESTALE;
+	/* batches of at most PMC_BATCH_MAX keys, none sharing a bucket: a
+	 * 4096-bit filter over the buckets finds the candidates to compare */
+	while (start < n) {
+		uint64_t seen[64] = {0}, bk[PMC_BATCH_MAX];
+		uint32_t end = start;
+
+		while (end < n && end - start < PMC_BATCH_MAX) {
+			uint64_t b = pmc_index_bucket(c, vol, lba[end]);
+			uint32_t f = (uint32_t)(b % 4096), k = end;
+
+			if (seen[f / 64] & (1ull << (f % 64)))
+				for (k = start; k < end && bk[k - start] != b; k++)
+					;
+			if (k < end)
+				break;
+			seen[f / 64] |= 1ull << (f % 64);
+			bk[end - start] = b;
+			end++;
+		}
+		publish_batch(c, vol, (uint32_t)PMC_VOL_GEN(gs), lba + start, blk + start, end - start,
+			      state, snap != NULL, snap ? snap + start : NULL, res + start, bk);
+		start = end;
+	}
+	return 0;
+}
+
+int pmc_cache_publish_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, const uint64_t *blk,
+			    uint32_t n, enum pmc_block_state state, int *res)
+{
+	uint64_t lbas[PMC_BATCH_MAX];
+	int rc = 0;
+
+	for (uint32_t i = 0; i < n && !rc; i += PMC_BATCH_MAX) {
+		uint32_t m = n - i < PMC_BATCH_MAX ? n - i : PMC_BATCH_MAX;
+
+		for (uint32_t k = 0; k < m; k++)
+			lbas[k] = lba + i + k;
+		rc = pmc_cache_publish_n(c, vol, lbas, blk + i, m, state, NULL, res + i);
+	}
+	return rc;
+}
+
+int pmc_cache_mark_clean_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, const uint64_t *blk,
+			       uint32_t n, int *res)
+{
+	uint64_t lbas[PMC_BATCH_MAX];
+	int rc = 0;
+
+	for (uint32_t i = 0; i < n && !rc; i += PMC_BATCH_MAX) {
+		uint32_t m = n - i < PMC_BATCH_MAX ? n - i : PMC_BATCH_MAX;
+
+		for (uint32_t k = 0; k < m; k++)
+			lbas[k] = lba + i + k;
+		rc = pmc_cache_mark_clean_n(c, vol, lbas, blk + i, m, res + i);
+	}
+	return rc;
+}
+
+int pmc_cache_mark_clean_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lba,
+			   const uint64_t *blk, uint32_t n, int *res)
+{
+	if (c->rdonly)
+		return -EROFS;
+	for (uint32_t start = 0; start < n; start += PMC_BATCH_MAX) {
+		uint32_t m = n - start < PMC_BATCH_MAX ? n - start : PMC_BATCH_MAX;
+		struct pmc_stripe_set set;
+		uint64_t b[PMC_BATCH_MAX];
+		int stored = 0;
+
+		set.n = m;
+		for (uint32_t i = 0; i < m; i++) {
+			b[i] = pmc_index_bucket(c, vol, lba[start + i]);
+			set.s[i] = pmc_stripe_of(c, b[i]);
+		}
+		pmc_stripes_lock(c, &set);
+		/* crash point clean.state: one store per block, one drain */
+		for (uint32_t i = 0; i < m; i++) {
+			uint64_t cur, *link, x = blk[start + i];
+			int rc = chain_walk(c, b[i], vol, lba[start + i], PMC_BLK_NONE, &link, &cur);
+
+			if (rc == 0 && cur == x &&
+			    (pmc_load64(&c->descs[x].state) & 0xff) == PMC_BLK_DIRTY) {
+				pmc_pmem_store8(c->pm, &c->descs[x].state, PMC_BLK_CLEAN);
+				pmc_pmem_flush(c->pm, &c->descs[x].state, sizeof(uint64_t));
+				stored = 1;
+			} else if (rc == 0 || rc == -ENOENT) {
+				rc = -ESTALE;
+			}
+			res[start + i] = rc;
+		}
+		if (stored)
+			pmc_pmem_drain(c->pm);
+		for (uint32_t i = 0; i < m; i++) {
+			uint32_t s = pmc_stripe_of(c, b[i]);
+
+			if (res[start + i])
+				continue;
+			pmc_count_adj(c, s, vol, PMC_BLK_DIRTY, -1);
+			pmc_count_adj(c, s, vol, PMC_BLK_CLEAN, +1);
+			pmc_dirty_mark(c, blk[start + i], 0);
+		}
+		pmc_stripes_unlock(c, &set);
+	}
+	return 0;
+}
+
+/*
+ * Unlink the live copies of up to PMC_BATCH_MAX keys of one volume under
+ * their stripe locks: every unlink, one drain, then the FREE stores
+ * (FORMAT.md, "Invalidate / discard"). Keys sharing a bucket are fine:
+ * each walk sees the unlinks before it.
+ */
+static int invalidate_batch(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t n)
+{
+	struct pmc_stripe_set set;
+	uint64_t b[PMC_BATCH_MAX], gone[PMC_BATCH_MAX];
+	int rc = 0, unlinked = 0;
+
+	set.n = n;
+	for (uint32_t i = 0; i < n; i++) {
+		b[i] = pmc_index_bucket(c, vol, lba + i);
+		set.s[i] = pmc_stripe_of(c, b[i]);
+	}
+	pmc_stripes_lock(c, &set);
+	/* crash point invalidate.unlink: one store per key, one drain */
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t blk, *link;
+		int r = chain_walk(c, b[i], vol, lba + i, PMC_BLK_NONE, &link, &blk);
+
+		gone[i] = PMC_BLK_NONE;
+		if (r == 0) {
+			pmc_pmem_store8(c->pm, link, pmc_load64(&c->descs[blk].next));
+			pmc_pmem_flush(c->pm, link, sizeof(*link));
+			gone[i] = blk;
+			unlinked = 1;
+		} else if (r != -ENOENT && !rc) {
+			rc = r;
+		}
+	}
+	if (unlinked)
+		pmc_pmem_drain(c->pm);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = pmc_stripe_of(c, b[i]);
+
+		if (gone[i] != PMC_BLK_NONE) {
+			struct pmc_desc *d = &c->descs[gone[i]];
+			uint64_t st = pmc_load64(&d->state) & 0xff;
+
+			/* a LOST block's media is bad: retired, never reused */
+			pmc_pmem_store8(c->pm, &d->state,
+					st == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
+			pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
+			pmc_count_adj(c, s, vol, st, -1);
+			pmc_dirty_mark(c, gone[i], 0);
+		}
+		/* even when nothing was cached: a fill in flight must not land */
+		atomic_fetch_add(&c->fill_seq[s], 1);
+	}
+	pmc_stripes_unlock(c, &set);
+	return rc;
 }
 
 int pmc_cache_invalidate(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks)
@@ -282,8 +573,9 @@ int pmc_cache_invalidate(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32
 
 	if (c->rdonly)
 		return -EROFS;
-	for (uint32_t i = 0; i < nblocks && rc == 0; i++)
-		rc = invalidate_one(c, vol, lba + i);
+	for (uint32_t i = 0; i < nblocks && rc == 0; i += PMC_BATCH_MAX)
+		rc = invalidate_batch(c, vol, lba + i,
+				      nblocks - i < PMC_BATCH_MAX ? nblocks - i : PMC_BATCH_MAX);
 	return rc;
 }
 

@@ -205,6 +205,7 @@ int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
 	/* page granularity: copy plainly and msync on flush; otherwise let
 	 * libpmem2 pick temporal or non-temporal stores and flush as it goes */
 	fns->copy_flags = pm->gran == PMC_PMEM_GRAN_PAGE ? PMEM2_F_MEM_NOFLUSH : PMEM2_F_MEM_NODRAIN;
+	pm->copy_flushes = pm->gran != PMC_PMEM_GRAN_PAGE;
 	pm->ops = &pmem2_ops;
 	pm->priv = fns;
 	*out = pm;

@@ -48,6 +48,8 @@ struct pmc_pmem {
 	const struct pmc_pmem_ops *ops;
 	void *priv;		    /* owned by whoever set ops */
 	enum pmc_pmem_gran gran;
+	int copy_flushes;	    /* ops->copy leaves its range flushed (libpmem2's
+				     * non-temporal or flushing memcpy) */
 	int is_devdax;		    /* 1 for a character device (devdax) */
 	char path[256];		    /* for messages */
 	/* libpmem2 objects; NULL for a wrapped buffer */
@@ -84,6 +86,15 @@ const char *pmc_pmem_gran_name(enum pmc_pmem_gran g);
 static inline void pmc_pmem_copy(struct pmc_pmem *pm, void *dst, const void *src, size_t len)
 {
 	pm->ops->copy(pm, dst, src, len);
+}
+
+/* copy and flush, not drained: a flush the copy did already is not repeated */
+static inline void pmc_pmem_copy_flush(struct pmc_pmem *pm, void *dst, const void *src,
+				       size_t len)
+{
+	pm->ops->copy(pm, dst, src, len);
+	if (!pm->copy_flushes)
+		pm->ops->flush(pm, dst, len);
 }
 
 static inline void pmc_pmem_fill(struct pmc_pmem *pm, void *dst, int c, size_t len)

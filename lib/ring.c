@@ -1,10 +1,23 @@
 /* ring.c - see ring.h.
  *
- * Owns one io_uring, its eventfd, the FIFO backlog of I/O waiting for a
- * free slot, and a short list of deferred work (fault injection: delayed
- * submissions and completions). Invariants: inflight <= depth; an io is in
- * at most one of {the kernel, the backlog, the deferred list}; callbacks run
- * only from pmc_ring_poll().
+ * Owns one io_uring, the FIFO backlog of I/O waiting for a free slot, and
+ * a short list of deferred work (fault injection: delayed submissions and
+ * completions). Invariants: inflight <= depth; an io is in at most one of
+ * {the kernel, the backlog, the deferred list}; callbacks run only from
+ * pmc_ring_poll().
+ *
+ * Submission is batched: preparing an SQE never enters the kernel. Each
+ * pmc_ring_poll() starts with one io_uring_enter that submits everything
+ * prepared since the last one and, when it may wait and nothing is
+ * completed yet, waits for a completion in the same call (kublk, SPDK).
+ * The clock is read once per poll, after that call (pmc_ring_now()).
+ *
+ * The ring is made with IORING_SETUP_COOP_TASKRUN, SINGLE_ISSUER and
+ * DEFER_TASKRUN where the kernel has them (each dropped in turn when it
+ * refuses), and disabled (R_DISABLED) until its first use, so that the
+ * thread that uses it becomes its single issuer whichever thread made it.
+ * With DEFER_TASKRUN completions reach the CQ only from an io_uring_enter
+ * with GETEVENTS, which every poll makes when something is in flight.
  *
  * Locking: none. A ring belongs to one thread.
  */
@@ -14,7 +27,7 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,11 +39,17 @@
 #define FIXED_CHUNK (1ull << 30) /* io_uring's largest registered buffer */
 #define FIXED_MAX 16384u
 
+#define RING_FILES_MAX 4u
+
 struct pmc_ring {
 	struct io_uring uring;
 	unsigned depth;
 	unsigned inflight;
-	int efd;
+	unsigned setup_flags;	/* IORING_SETUP_* in force */
+	int enabled;		/* R_DISABLED lifted by the using thread */
+	uint64_t now_ns;	/* CLOCK_MONOTONIC as of the last poll */
+	int files[RING_FILES_MAX]; /* registered: fd of fixed file i */
+	unsigned nfiles;
 	struct pmc_io *backlog, *backlog_tail;
 	unsigned nbacklog;
 	struct pmc_io *deferred;
@@ -39,7 +58,7 @@ struct pmc_ring {
 	uint64_t fixed_len;
 	int fixed;
 	int fixed_err;
-	uint64_t submitted, short_retries, eagain_retries;
+	uint64_t submitted, short_retries, eagain_retries, enters;
 	int sqe128;
 	void (*foreign)(void *arg, uint64_t user_data, int res);
 	void *foreign_arg;
@@ -86,6 +105,47 @@ static void register_pmem(struct pmc_ring *r, struct pmc_pmem *pm)
 	r->fixed_len = pm->size;
 }
 
+/* the setup flags a queue ring wants, most first; each one the kernel
+ * refuses (-EINVAL: older than 5.19, 6.0, 6.1) is dropped in turn */
+static const unsigned want_flags[] = {
+	IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+	IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER,
+	IORING_SETUP_COOP_TASKRUN,
+	0,
+};
+
+static int ring_init(struct pmc_ring *r, unsigned entries, unsigned base)
+{
+	int rc = -EINVAL;
+
+	for (unsigned i = 0; i < sizeof(want_flags) / sizeof(want_flags[0]); i++) {
+		unsigned f = base | want_flags[i];
+
+		/* disabled until the using thread enables it: it is then the
+		 * single issuer */
+		if (f & IORING_SETUP_SINGLE_ISSUER)
+			f |= IORING_SETUP_R_DISABLED;
+		rc = io_uring_queue_init(entries, &r->uring, f);
+		if (rc != -EINVAL)
+			break;
+	}
+	if (rc)
+		return rc;
+	r->setup_flags = r->uring.flags;
+	r->enabled = !(r->setup_flags & IORING_SETUP_R_DISABLED);
+	return 0;
+}
+
+unsigned pmc_ring_setup_flags(struct pmc_ring *r)
+{
+	return r->setup_flags & ~IORING_SETUP_R_DISABLED;
+}
+
+uint64_t pmc_ring_now(struct pmc_ring *r)
+{
+	return r->now_ns;
+}
+
 int pmc_ring_create(unsigned depth, struct pmc_pmem *pm, struct pmc_ring **out,
 		    struct pmc_err *err)
 {
@@ -113,23 +173,27 @@ int pmc_ring_create_opts(unsigned depth, struct pmc_pmem *pm, const struct pmc_r
 	}
 	/* foreign commands (one per ublk tag) sit in the ring beside the I/O */
 	entries = r->foreign ? 2 * depth : depth;
-	rc = io_uring_queue_init(entries, &r->uring, r->sqe128 ? IORING_SETUP_SQE128 : 0);
+	rc = ring_init(r, entries, r->sqe128 ? IORING_SETUP_SQE128 : 0);
 	if (rc) {
 		free(r);
 		return pmc_err_set(err, -rc, "io_uring: cannot set up a ring of %u: %s", depth,
 				   strerror(-rc));
 	}
-	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (r->efd < 0 || io_uring_register_eventfd(&r->uring, r->efd) != 0) {
-		rc = pmc_err_set(err, errno ? errno : EIO, "io_uring: cannot register an eventfd");
-		if (r->efd >= 0)
-			close(r->efd);
-		io_uring_queue_exit(&r->uring);
-		free(r);
-		return rc;
+	if (o && o->nfiles) {
+		rc = o->nfiles > RING_FILES_MAX ? -E2BIG
+						: io_uring_register_files(&r->uring, o->files, o->nfiles);
+		if (rc) {
+			io_uring_queue_exit(&r->uring);
+			free(r);
+			return pmc_err_set(err, -rc, "io_uring: cannot register %u files: %s",
+					   o->nfiles, strerror(-rc));
+		}
+		memcpy(r->files, o->files, o->nfiles * sizeof(*o->files));
+		r->nfiles = o->nfiles;
 	}
 	if (pm)
 		register_pmem(r, pm);
+	r->now_ns = pmc_mono_ns();
 	*out = r;
 	return 0;
 }
@@ -139,18 +203,12 @@ void pmc_ring_destroy(struct pmc_ring *r)
 	if (!r)
 		return;
 	io_uring_queue_exit(&r->uring);
-	close(r->efd);
 	free(r);
 }
 
 unsigned pmc_ring_waitable(struct pmc_ring *r)
 {
 	return pmc_ring_busy(r) + r->nforeign;
-}
-
-int pmc_ring_eventfd(struct pmc_ring *r)
-{
-	return r->efd;
 }
 
 unsigned pmc_ring_busy(struct pmc_ring *r)
@@ -167,6 +225,8 @@ void pmc_ring_get_info(struct pmc_ring *r, struct pmc_ring_info *info)
 	info->submitted = r->submitted;
 	info->short_retries = r->short_retries;
 	info->eagain_retries = r->eagain_retries;
+	info->enters = r->enters;
+	info->setup_flags = pmc_ring_setup_flags(r);
 }
 
 /* fixed buffer index for a single segment inside one registered chunk */
@@ -215,12 +275,42 @@ static void prep(struct pmc_ring *r, struct io_uring_sqe *sqe, struct pmc_io *io
 	io_uring_sqe_set_data(sqe, io);
 }
 
+static void ring_enable(struct pmc_ring *r)
+{
+	/* liburing 2.3 declares io_uring_enable_rings() but does not export it */
+	if (!r->enabled) {
+		syscall(__NR_io_uring_register, r->uring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL,
+			0);
+		r->enabled = 1;
+	}
+}
+
+/* submit what is prepared, without waiting */
+int pmc_ring_flush(struct pmc_ring *r)
+{
+	if (!io_uring_sq_ready(&r->uring))
+		return 0;
+	ring_enable(r);
+	r->enters++;
+	return io_uring_submit(&r->uring);
+}
+
+/* a free SQE; the SQ is flushed first if prepared entries fill it */
+static struct io_uring_sqe *get_sqe(struct pmc_ring *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
+
+	if (!sqe && pmc_ring_flush(r) > 0)
+		sqe = io_uring_get_sqe(&r->uring);
+	return sqe;
+}
+
 void pmc_ring_submit_raw(struct pmc_ring *r, struct pmc_io *io)
 {
 	struct io_uring_sqe *sqe = NULL;
 
 	if (r->inflight < r->depth)
-		sqe = io_uring_get_sqe(&r->uring);
+		sqe = get_sqe(r);
 	if (!sqe) {
 		io->next = NULL;
 		if (r->backlog_tail)
@@ -234,7 +324,6 @@ void pmc_ring_submit_raw(struct pmc_ring *r, struct pmc_io *io)
 	prep(r, sqe, io);
 	r->inflight++;
 	r->submitted++;
-	io_uring_submit(&r->uring);
 }
 
 int pmc_ring_uring_cmd(struct pmc_ring *r, int fd, uint32_t cmd_op, const void *payload,
@@ -244,18 +333,24 @@ int pmc_ring_uring_cmd(struct pmc_ring *r, int fd, uint32_t cmd_op, const void *
 
 	if (!r->sqe128 || len > 80 || !(user_data & 1))
 		return -EINVAL;
-	sqe = io_uring_get_sqe(&r->uring);
+	sqe = get_sqe(r);
 	if (!sqe)
 		return -EBUSY;
 	memset(sqe, 0, 2 * sizeof(*sqe)); /* a 128-byte SQE */
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = fd;
+	for (unsigned i = 0; i < r->nfiles; i++) {
+		if (r->files[i] == fd) {
+			sqe->fd = (int)i;
+			sqe->flags |= IOSQE_FIXED_FILE;
+			break;
+		}
+	}
 	sqe->cmd_op = cmd_op;
 	memcpy(sqe->cmd, payload, len);
 	sqe->user_data = user_data;
 	r->nforeign++;
 	r->submitted++;
-	io_uring_submit(&r->uring);
 	return 0;
 }
 
@@ -375,58 +470,95 @@ static void drain_backlog(struct pmc_ring *r)
 	}
 }
 
-int pmc_ring_poll(struct pmc_ring *r, int wait, uint64_t timeout_ns)
+/* run the callback of every completion in the CQ */
+static int reap(struct pmc_ring *r)
 {
-	uint64_t start = pmc_mono_ns();
+	struct io_uring_cqe *cqe;
 	int ran = 0;
 
-	for (;;) {
-		struct io_uring_cqe *cqe;
-		uint64_t now, next_due = UINT64_MAX;
-		struct __kernel_timespec ts;
-		uint64_t wait_ns;
-		int rc;
+	while (io_uring_peek_cqe(&r->uring, &cqe) == 0) {
+		uint64_t ud = cqe->user_data;
+		int res = cqe->res;
 
-		while (io_uring_peek_cqe(&r->uring, &cqe) == 0) {
-			uint64_t ud = cqe->user_data;
-			int res = cqe->res;
-
-			/* consume before the callback: it may submit and reap */
-			io_uring_cqe_seen(&r->uring, cqe);
-			if (ud & 1) {
-				r->nforeign--;
-				r->foreign(r->foreign_arg, ud, res);
-				ran++;
-				continue;
-			}
-			r->inflight--;
-			ran += handle(r, (struct pmc_io *)(uintptr_t)ud, res);
-		}
-		now = pmc_mono_ns();
-		if (r->ndeferred)
-			ran += run_deferred(r, now, &next_due);
-		drain_backlog(r);
-		if (io_uring_cq_ready(&r->uring))
+		/* consume before the callback: it may prepare more */
+		io_uring_cqe_seen(&r->uring, cqe);
+		if (ud & 1) {
+			r->nforeign--;
+			r->foreign(r->foreign_arg, ud, res);
+			ran++;
 			continue;
+		}
+		r->inflight--;
+		ran += handle(r, (struct pmc_io *)(uintptr_t)ud, res);
+	}
+	return ran;
+}
+
+/*
+ * The one io_uring_enter of a poll: submit what is prepared and, with
+ * wait_ns, wait up to that long for a completion; without, collect the
+ * completions the kernel has (DEFER_TASKRUN posts them only here). No call
+ * at all when nothing is prepared or in flight.
+ */
+static int enter(struct pmc_ring *r, uint64_t wait_ns)
+{
+	int busy = r->inflight || r->nforeign;
+	int rc;
+
+	if (!io_uring_sq_ready(&r->uring) && (!busy || (!wait_ns && io_uring_cq_ready(&r->uring))))
+		return 0;
+	ring_enable(r);
+	r->enters++;
+	if (wait_ns && busy && !io_uring_cq_ready(&r->uring)) {
+		struct __kernel_timespec ts = {.tv_sec = (long long)(wait_ns / 1000000000ull),
+					       .tv_nsec = (long long)(wait_ns % 1000000000ull)};
+		struct io_uring_cqe *cqe;
+
+		rc = io_uring_submit_and_wait_timeout(&r->uring, &cqe, 1, &ts, NULL);
+	} else {
+		rc = busy ? io_uring_submit_and_get_events(&r->uring) : io_uring_submit(&r->uring);
+	}
+	if (rc == -ETIME || rc == -EINTR || rc == -EAGAIN || rc == -EBUSY)
+		return 0;
+	return rc < 0 ? rc : 0;
+}
+
+int pmc_ring_poll(struct pmc_ring *r, int wait, uint64_t timeout_ns)
+{
+	uint64_t start = 0, next_due = UINT64_MAX, wait_ns = 0;
+	int ran = 0, rc;
+
+	/* wait in the first enter already, unless deferred work has a due time */
+	if (wait && !r->ndeferred)
+		wait_ns = timeout_ns ? timeout_ns : 1000000000ull;
+	for (;;) {
+		rc = enter(r, wait_ns);
+		if (rc)
+			return rc;
+		r->now_ns = pmc_mono_ns();
+		if (!start)
+			start = r->now_ns;
+		ran += reap(r);
+		next_due = UINT64_MAX;
+		if (r->ndeferred)
+			ran += run_deferred(r, r->now_ns, &next_due);
+		drain_backlog(r);
 		if (ran || !wait)
 			return ran;
-		if (timeout_ns && now - start >= timeout_ns)
+		if (timeout_ns && r->now_ns - start >= timeout_ns)
 			return 0;
 		if (!r->inflight && !r->ndeferred && !r->nbacklog && !r->nforeign)
 			return 0; /* nothing could ever complete */
-		wait_ns = timeout_ns ? timeout_ns - (now - start) : 1000000000ull;
-		if (next_due != UINT64_MAX && next_due - now < wait_ns)
-			wait_ns = next_due > now ? next_due - now : 0;
+		wait_ns = timeout_ns ? timeout_ns - (r->now_ns - start) : 1000000000ull;
+		if (next_due != UINT64_MAX && next_due - r->now_ns < wait_ns)
+			wait_ns = next_due > r->now_ns ? next_due - r->now_ns : 1;
 		if (!r->inflight && !r->nforeign) {
+			/* only deferred work: nothing in the kernel to wait for */
 			struct timespec sl = {.tv_sec = (time_t)(wait_ns / 1000000000ull),
 					      .tv_nsec = (long)(wait_ns % 1000000000ull)};
+
 			nanosleep(&sl, NULL);
-			continue;
+			wait_ns = 0;
 		}
-		ts.tv_sec = (long long)(wait_ns / 1000000000ull);
-		ts.tv_nsec = (long long)(wait_ns % 1000000000ull);
-		rc = io_uring_wait_cqe_timeout(&r->uring, &cqe, &ts);
-		if (rc && rc != -ETIME && rc != -EINTR)
-			return rc;
 	}
 }

@@ -6,8 +6,10 @@
  * backlog. Short transfers are continued and -EAGAIN is retried, so a
  * completion callback sees either the whole length or a negative errno.
  * Completions are delivered only from pmc_ring_poll(), never from inside
- * a submit call. An eventfd (pmc_ring_eventfd) becomes readable when
- * completions are pending, for an event loop.
+ * a submit call. Submitting only prepares SQEs: the next pmc_ring_poll()
+ * (or pmc_ring_flush()) hands everything prepared to the kernel in one
+ * io_uring_enter, which also waits for completions when the poll may wait.
+ * A caller that stops polling with work prepared must pmc_ring_flush().
  *
  * Where the kernel allows long-term pins of the pmem mapping (devdax,
  * shmem), the ring registers it as fixed buffers and single-segment
@@ -58,6 +60,8 @@ struct pmc_ring_info {
 	uint64_t submitted;	/* SQEs */
 	uint64_t short_retries;
 	uint64_t eagain_retries;
+	uint64_t enters;	/* io_uring_enter calls */
+	unsigned setup_flags;	/* IORING_SETUP_* the kernel accepted */
 };
 
 /* pm may be NULL (no fixed buffers). */
@@ -73,13 +77,16 @@ struct pmc_ring_opts {
 	int sqe128;
 	void (*foreign)(void *arg, uint64_t user_data, int res);
 	void *arg;
+	const int *files;	/* registered as fixed files; commands on them use them */
+	unsigned nfiles;	/* at most 4 */
 };
 int pmc_ring_create_opts(unsigned depth, struct pmc_pmem *pm, const struct pmc_ring_opts *o,
 			 struct pmc_ring **out, struct pmc_err *err);
 /*
  * Queue an IORING_OP_URING_CMD (ring made with sqe128) on fd with cmd_op and
- * up to 80 bytes of payload; user_data must have bit 0 set. Counts against
- * the in-flight limit like any I/O; -EBUSY when the ring is full.
+ * up to 80 bytes of payload; user_data must have bit 0 set. A registered
+ * fd (pmc_ring_opts.files) is used as its fixed file. Prepared only: the
+ * next poll submits it. -EBUSY when the SQ is full.
  */
 int pmc_ring_uring_cmd(struct pmc_ring *r, int fd, uint32_t cmd_op, const void *payload,
 		       unsigned len, uint64_t user_data);
@@ -95,15 +102,22 @@ void pmc_ring_complete_later(struct pmc_ring *r, struct pmc_io *io, int res, uin
 /* Submit io raw after delay_ns, from a later poll. */
 void pmc_ring_submit_later(struct pmc_ring *r, struct pmc_io *io, uint64_t delay_ns);
 
-/* Reap completions and run callbacks. With wait, block until at least one
- * callback ran or timeout_ns passed (0 = no limit). Returns the number of
- * callbacks run or -errno. */
+/* Submit what is prepared, reap completions and run callbacks, in one
+ * io_uring_enter per round. With wait, block until at least one callback
+ * ran or timeout_ns passed (0 = no limit). Returns the number of callbacks
+ * run or -errno. Reads the clock once per round (pmc_ring_now). */
 int pmc_ring_poll(struct pmc_ring *r, int wait, uint64_t timeout_ns);
+/* Submit what is prepared now, without waiting; >= 0 or -errno. */
+int pmc_ring_flush(struct pmc_ring *r);
+/* CLOCK_MONOTONIC ns as read by the last poll (at creation before any):
+ * the time of everything the current loop iteration handles */
+uint64_t pmc_ring_now(struct pmc_ring *r);
+/* IORING_SETUP_* flags the ring was made with (COOP_TASKRUN, ...) */
+unsigned pmc_ring_setup_flags(struct pmc_ring *r);
 /* I/Os submitted and not yet completed (including deferred and backlog) */
 unsigned pmc_ring_busy(struct pmc_ring *r);
 /* ... plus the other protocol's commands outstanding: something to wait for */
 unsigned pmc_ring_waitable(struct pmc_ring *r);
-int pmc_ring_eventfd(struct pmc_ring *r);
 void pmc_ring_get_info(struct pmc_ring *r, struct pmc_ring_info *info);
 
 uint64_t pmc_mono_ns(void);

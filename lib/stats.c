@@ -68,6 +68,7 @@ uint64_t pmc_hist_percentile_us(const uint64_t *hist, double pct)
 	X(admit_blocks, "blocks")                                                                  \
 	X(write_pmem_blocks, "blocks")                                                             \
 	X(write_disk_blocks, "blocks")                                                             \
+	X(write_bypass_blocks, "blocks")                                                           \
 	X(nospace_waits, "times")                                                                  \
 	X(wb_ios, "writes")                                                                        \
 	X(wb_bytes, "bytes")                                                                       \

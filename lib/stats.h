@@ -37,6 +37,7 @@ struct pmc_vol_stats {
 	uint64_t admit_blocks;	      /* missed blocks read into the cache */
 	uint64_t write_pmem_blocks;   /* blocks written into the cache */
 	uint64_t write_disk_blocks;   /* blocks written around or through to the disk */
+	uint64_t write_bypass_blocks; /* write-back: blocks of sequential streams sent around */
 	uint64_t nospace_waits;	      /* times a write waited for a free block */
 	/* write-back */
 	uint64_t wb_ios, wb_bytes, wb_blocks, wb_merged_blocks;

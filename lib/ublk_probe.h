@@ -59,6 +59,21 @@
 #define UBLK_U_IO_UNREGISTER_IO_BUF _IOWR('u', 0x24, struct ublksrv_io_cmd)
 #endif
 
+/* UBLK_F_USER_COPY: request data is read and written through /dev/ublkcN
+ * at this offset (Linux >= 6.5 uapi; absent from the 6.1 header) */
+#ifndef UBLK_TAG_OFF
+#define UBLK_IO_BUF_OFF 0
+#define UBLK_IO_BUF_BITS 25
+#define UBLK_TAG_OFF UBLK_IO_BUF_BITS
+#define UBLK_TAG_BITS 16
+#define UBLK_QID_OFF (UBLK_TAG_OFF + UBLK_TAG_BITS)
+#endif
+static inline uint64_t pmc_ublk_user_copy_pos(uint16_t q_id, uint16_t tag)
+{
+	return UBLKSRV_IO_BUF_OFFSET + ((uint64_t)q_id << UBLK_QID_OFF) +
+	       ((uint64_t)tag << UBLK_TAG_OFF);
+}
+
 /* feature flags after the 6.1 set (bits 0-4) */
 #ifndef UBLK_F_UNPRIVILEGED_DEV
 #define UBLK_F_UNPRIVILEGED_DEV (1ULL << 5)

@@ -125,7 +125,7 @@ static void test_table(void)
 	T_EQ(c.wb.busy_inflight, wb.busy_inflight);
 	T_EQ(c.wb.idle_ms, wb.idle_ms);
 	T_EQ(c.wb.retry_ms, wb.retry_ms);
-	T_EQ(c.wb.max_req_bytes, 512 * 1024); /* queues.max_io */
+	T_EQ(c.wb.max_req_bytes, wb.max_req_bytes); /* queues.max_io: 1 MiB */
 	pmc_volume_conf_default(&vc);
 	T_EQ(v.vc.mode, vc.mode);
 	T_EQ(v.vc.admit_after_misses, vc.admit_after_misses);
@@ -172,7 +172,7 @@ static void test_good(void)
 	T_EQ(c.volumes[0].vc.admit_after_misses, 1);
 	T_EQ(c.volumes[0].ublk_id, -1);
 	T_EQ(c.wb.high_pct, 50);
-	T_EQ(c.wb.max_req_bytes, 512 * 1024);
+	T_EQ(c.wb.max_req_bytes, 1024 * 1024);
 	T_OK(pmc_config_check(&c, NULL));
 	pmc_config_free(&c);
 	T_TRUE(!memcmp(&c, &zero, sizeof(c)));

@@ -2,7 +2,9 @@
  *
  * A seeded workload of writes (new and overwrites, several blocks at a
  * time), invalidations, write-back (disk copy + mark clean), eviction
- * through allocation pressure, and volume removal and re-adding runs on a
+ * through allocation pressure, read-miss fills of evicted blocks (the
+ * disk's version published clean, one block at a time: the single-block
+ * publish path), and volume removal and re-adding runs on a
  * simulated pmem (tests/lib/simpmem.c) that records every store, flush and
  * drain. At a chosen drain the simulator builds a crash image: the durable
  * contents plus, for each 8-byte word stored but not yet drained, that word
@@ -37,7 +39,7 @@
 #define MAXV 4
 #define INVALID UINT64_MAX
 
-enum op_kind { OP_NONE, OP_FORMAT, OP_WRITE, OP_INVAL, OP_CLEAN, OP_VOL_REMOVE, OP_VOL_ADD };
+enum op_kind { OP_NONE, OP_FORMAT, OP_WRITE, OP_INVAL, OP_CLEAN, OP_FILL, OP_VOL_REMOVE, OP_VOL_ADD };
 
 struct model {
 	uint32_t nvols;
@@ -66,6 +68,7 @@ struct run {
 	uint8_t *pick;		/* phase 2: pick[drain] */
 	uint64_t npick;
 	uint64_t crash_points, crash_images, failures;
+	uint64_t fills;		/* read-miss fills published */
 	const char *phase;
 };
 
@@ -333,6 +336,86 @@ static void do_clean(struct run *r, uint32_t v, uint64_t lba, int overwrite_betw
 	pmc_cache_unpin(r->c, blk);
 }
 
+/* write-back of a run of blocks marked clean together (one barrier) */
+static void do_clean_run(struct run *r, uint32_t v, uint64_t lba, uint64_t n)
+{
+	struct model *m = &r->m;
+	uint32_t slot = slot_of(r, v);
+	uint64_t blk[4], lbas[4];
+	enum pmc_block_state st[4];
+	int res[4];
+	uint32_t k = 0;
+
+	for (uint64_t i = 0; i < n && k < 4; i++) {
+		uint64_t ver;
+
+		if (pmc_cache_lookup_pin(r->c, slot, lba + i, &blk[k], &st[k]))
+			continue;
+		ver = block_version(pmc_cache_block_data(r->c, blk[k]), v, lba + i);
+		if (ver == INVALID) {
+			fprintf(stderr, "FAIL: torn block in the live cache\n");
+			exit(1);
+		}
+		m->disk[v * m->nlba + lba + i] = ver;
+		lbas[k++] = lba + i;
+	}
+	if (!k)
+		return;
+	begin(r, OP_CLEAN, v, lba, n);
+	if (pmc_cache_mark_clean_n(r->c, slot, lbas, blk, k, res)) {
+		fprintf(stderr, "FAIL: mark_clean_n refused\n");
+		exit(1);
+	}
+	for (uint32_t i = 0; i < k; i++) {
+		if (res[i] != 0 && !(res[i] == -ESTALE && st[i] == PMC_BLK_CLEAN)) {
+			fprintf(stderr, "FAIL: mark_clean_n block %u returned %d\n", i, res[i]);
+			exit(1);
+		}
+	}
+	end(r);
+	for (uint32_t i = 0; i < k; i++)
+		pmc_cache_unpin(r->c, blk[i]);
+}
+
+/* read misses of [lba, lba + n) whose version is on the disk model
+ * (written back, then evicted): the disk's data copied into a new block,
+ * not flushed, and published clean as a fill */
+static void do_fill(struct run *r, uint32_t v, uint64_t lba, uint64_t n)
+{
+	struct model *m = &r->m;
+	uint32_t slot = slot_of(r, v);
+	static char buf[BS];
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t key = v * m->nlba + lba + i, blk;
+		enum pmc_block_state st;
+		uint32_t snap;
+		int rc;
+
+		if (m->want[key] == INVALID || m->disk[key] != m->want[key])
+			continue;
+		snap = pmc_cache_fill_seq(r->c, slot, lba + i);
+		if (pmc_cache_lookup_pin(r->c, slot, lba + i, &blk, &st) == 0) {
+			pmc_cache_unpin(r->c, blk);
+			continue;
+		}
+		if (pmc_cache_alloc(r->c, PMC_ALLOC_FILL, &blk))
+			continue;
+		fill_block(buf, v, lba + i, m->disk[key]);
+		pmc_pmem_copy(r->sim.pm, pmc_cache_block_data(r->c, blk), buf, BS);
+		begin(r, OP_FILL, v, lba + i, 1);
+		rc = pmc_cache_publish_fill(r->c, slot, lba + i, blk, snap);
+		if (rc) {
+			fprintf(stderr, "FAIL: publish_fill of vol %u lba %" PRIu64 " returned %d\n", v,
+				lba + i, rc);
+			exit(1);
+		}
+		end(r);
+		pmc_cache_unpin(r->c, blk);
+		r->fills++;
+	}
+}
+
 static void do_vol_cycle(struct run *r, uint32_t v)
 {
 	struct model *m = &r->m;
@@ -412,10 +495,14 @@ static void workload(struct run *r, uint64_t nblocks_pmem, uint32_t nvols, uint6
 			do_write(r, v, lba, n);
 		else if (what < 62)
 			do_inval(r, v, lba, n);
+		else if (what < 75 && n > 1)
+			do_clean_run(r, v, lba, n);
 		else if (what < 96)
 			do_clean(r, v, lba, what >= 93);
-		else if (what < 97 && i % 7 == 0)
+		else if (what == 96 && i % 7 == 0)
 			do_vol_cycle(r, v);
+		else if (what >= 96)
+			do_fill(r, v, lba, n);
 		else
 			do_write(r, v, lba, 1);
 	}
@@ -440,7 +527,7 @@ static void workload(struct run *r, uint64_t nblocks_pmem, uint32_t nvols, uint6
 int main(int argc, char **argv)
 {
 	struct run r = {0};
-	uint64_t points = 10000, ops = 6000;
+	uint64_t points = 10000, ops = 9000;
 	uint64_t small_ops = 150;
 	struct timespec t0, t1;
 
@@ -517,7 +604,12 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("crash_points: %" PRIu64 "\n", r.crash_points);
 	printf("crash_images: %" PRIu64 "\n", r.crash_images);
+	printf("fills: %" PRIu64 "\n", r.fills);
 	printf("failures: %" PRIu64 "\n", r.failures);
+	if (!r.only_point && !r.fills) {
+		fprintf(stderr, "FAIL: the workload made no fill: the fill path went untested\n");
+		return 1;
+	}
 	printf("seed: %" PRIu64 "\n", r.seed);
 	printf("elapsed_s: %.1f\n",
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);

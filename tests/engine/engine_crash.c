@@ -29,7 +29,7 @@
  * disks as the power cut left them, flush_all, and the disks must then
  * hold such versions and read the same through the engine.
  *
- * Crash points: 1 in N (--every, default 30) of the persist points while
+ * Crash points: 1 in N (--every, default 20) of the persist points while
  * writing and filling, 1 in N/8 while writing around a volume that still
  * holds dirty data and while switching modes, every one during flush_all
  * and the clean close.
@@ -99,7 +99,7 @@ static uint64_t g_next_ver;
 static struct pmc_queue *g_q;
 static char *g_image, *g_blk;
 static int g_armed;
-static uint64_t g_only_point, g_every = 30, g_stride;
+static uint64_t g_only_point, g_every = 20, g_stride;
 static uint64_t g_checks, g_images, g_seen_drains;
 static uint64_t g_disk_lost;	/* crash images in which a disk lost a write */
 static uint64_t g_flushes, g_mode_switches;
@@ -561,7 +561,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--serial"))
 			g_serial = 1;
 	}
-	g_full = !g_only_point && ops == 600 && g_every == 30 && !g_serial;
+	g_full = !g_only_point && ops == 600 && g_every == 20 && !g_serial;
 	printf("seed: %" PRIu64 "%s\n", g_seed, g_serial ? " (serial)" : "");
 	g_rng = g_seed;
 	g_check_rng = ~g_seed;

@@ -9,7 +9,9 @@
 #   4. a graceful stop removes the devices; a restart serves the same data;
 #   5. removing a volume at run time leaves all its data on its NVMe disk,
 #      and adding it back at run time serves the same data;
-#   6. another (smaller) disk under a volume is refused, nothing changed.
+#   6. the per-tag buffer path (kernels without UBLK_F_USER_COPY, forced
+#      with PMCACHED_NO_USER_COPY=1): fio verify in write-back;
+#   7. another (smaller) disk under a volume is refused, nothing changed.
 # and on the way: fio verify in all four modes switched at run time, and
 # malformed or oversized control requests answered with errors.
 . /host/lib.sh
@@ -57,6 +59,9 @@ conf write-through
 : >"$LOG"
 start || { bad "pmcached did not start"; cat "$LOG"; exit 1; }
 ok "pmcached ready (pid $PID): $(grep ready: "$LOG" | tail -1)"
+# Linux 6.12 has UBLK_F_USER_COPY: the data goes between pmem and the request
+grep -q "/dev/ublkb0.*user copy" "$LOG" && ok "user copy in use: $(grep -m1 'user copy' "$LOG")" ||
+	bad "user copy not in use: $(grep -m1 '/dev/ublkb0' "$LOG")"
 [ -b /dev/ublkb0 ] && [ -b /dev/ublkb1 ] || { bad "no /dev/ublkb0 and 1"; exit 1; }
 S0=$(blockdev --getsize64 /dev/ublkb0)
 [ "$S0" = "$(blockdev --getsize64 "$D0")" ] && ok "ublkb0 is $S0 bytes like $D0" ||
@@ -166,7 +171,22 @@ echo "$out" | grep -q '"ok":true' && ok "volume-add at run time" || bad "volume-
 dd if=/dev/ublkb0 of=/tmp/back2 bs=1M skip=100 count=8 iflag=direct 2>/dev/null
 cmp /tmp/pat /tmp/back2 && ok "re-added vol0 serves the same data" || bad "re-added vol0 differs"
 
-# --- 6. a backing disk smaller than the volume recorded in the cache ------
+# --- 6. the tag-buffer path ------------------------------------------------
+kill -TERM $PID
+wait $PID
+PMCACHED_NO_USER_COPY=1 pmcached_start "$CONF" "$LOG" || { bad "start with tag buffers"; exit 1; }
+grep "/dev/ublkb1" "$LOG" | tail -1 | grep -q "tag buffers" && ok "PMCACHED_NO_USER_COPY=1: tag buffers" ||
+	bad "tag buffers not in use: $(grep '/dev/ublkb1' "$LOG" | tail -1)"
+out=$(pmc-vm-ctl "$SOCK" '{"cmd":"set","volume":"vol1","key":"mode","value":"write-back"}')
+echo "$out" | grep -q '"ok":true' || bad "set mode write-back: $out"
+for bs in 4k 256k; do
+	fio --name=tb$bs --filename=/dev/ublkb1 --ioengine=io_uring --direct=1 --rw=randrw \
+		--bs=$bs --offset=256M --size=16M --iodepth=16 --verify=crc32c --verify_fatal=1 \
+		--output=/tmp/fio-tb$bs.txt >/dev/null 2>&1 && ok "tag buffers: fio verify bs=$bs" ||
+		{ bad "tag buffers: fio verify bs=$bs"; tail -5 /tmp/fio-tb$bs.txt; }
+done
+
+# --- 7. a backing disk smaller than the volume recorded in the cache ------
 kill -TERM $PID
 wait $PID
 truncate -s 256M /tmp/small.img

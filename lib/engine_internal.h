@@ -1,0 +1,265 @@
+/* engine_internal.h - the engine's shared request state: volumes, queues,
+ * request contexts and write-back state, and the functions one engine file
+ * calls in another (engine.c, engine_read.c, engine_write.c,
+ * engine_order.c, engine_wb.c). Never included outside lib/. */
+#ifndef PMC_ENGINE_INTERNAL_H
+#define PMC_ENGINE_INTERNAL_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <limits.h>
+
+#include "cache_internal.h"
+#include "diskid.h"
+#include "engine.h"
+#include "log.h"
+#include "poison.h"
+#include "ring.h"
+#include "state.h"
+#include "stats.h"
+
+#define GHOST_SLOTS 65536u	/* n-miss admission: counters of recent misses */
+#define WB_BATCH 512u		/* blocks considered per write-back step */
+#define WB_SCAN 4096u		/* descriptors swept per write-back step */
+#define WB_BACKOFF_MAX_MS 60000u
+#define NO_BLK UINT64_MAX
+#define HIT_BLK (UINT64_MAX - 1) /* read: served from pmem already */
+#define UCOPY_HIT (1ull << 62)	 /* read, user copy: pinned hit not yet sent */
+/* wr_done of a volume attached after a clean stop, with no plain disk
+ * write since: unsynced for flushes, but fills may be admitted */
+#define WR_GEN_FRESH 1u
+
+struct pmc_evol {
+	struct pmc_disk *disk;	/* NULL: not attached */
+	char name[PMC_VOLUME_NAME_MAX + 1];
+	atomic_int marked;	/* the state file says dirty */
+	atomic_int dirtying;	/* writes that may create dirty blocks, in progress */
+	uint64_t blocks;	/* volume size in blocks */
+	atomic_int mode;	/* enum pmc_mode in force */
+	atomic_int target;	/* mode to switch to once drained */
+	atomic_int draining;	/* leaving write-back: writes go to disk */
+	atomic_uint admit_after;
+	atomic_uint_fast64_t seq_cutoff;
+	atomic_int nospace;
+	atomic_int error;	/* sticky first disk error, positive errno */
+	atomic_uint_fast64_t retry_at_ns;
+	atomic_uint backoff_ms;
+	atomic_uint fail_streak; /* write-back failures in a row */
+	/* flush generations (ORDERING.md): plain disk writes and discards
+	 * completed, and the value of wr_done when the newest finished sync
+	 * was issued; wr_synced < wr_done: not known durable */
+	atomic_uint_fast64_t wr_done;
+	atomic_uint_fast64_t wr_synced;
+	atomic_int plain_flying; /* plain disk writes and discards in flight */
+	atomic_int no_volatile;	/* the device promised no volatile cache: always DSYNC */
+	atomic_uint_fast64_t seq_next; /* sequential read detection: next expected offset */
+	atomic_uint_fast64_t pmc_eng_seq_run;  /* bytes in the current run */
+	atomic_uint_fast64_t seq_wnext; /* ... of writes (write-back bypass) */
+	atomic_uint_fast64_t seq_wrun;
+	atomic_uint_fast64_t oldest_birth_ns; /* last full sweep */
+	struct pmc_ratelimit rl;
+};
+
+struct wb_io {
+	struct pmc_io io;
+	struct pmc_engine *e;
+	struct pmc_queue *q;
+	uint32_t vol;
+	uint32_t n;
+	uint64_t lba;		/* first block */
+	uint64_t start_ns;
+	uint64_t *blk;		/* [max_io_blocks] */
+	struct iovec *iov;	/* [max_io_blocks] */
+	struct wb_io *next;	/* free list */
+	struct wb_io *fnext, **fprev; /* in-flight list (dw_lock) */
+};
+
+struct wb_item {
+	uint32_t vol;
+	uint64_t lba;
+	uint64_t blk;
+};
+
+struct pmc_engine {
+	struct pmc_cache *c;	/* NULL: the pmem is unavailable, pass-through only */
+	struct pmc_state *state; /* may be NULL (tests) */
+	uint32_t nvols;
+	struct pmc_pmem *pm;
+	uint32_t bs;
+	uint32_t max_req_blocks;
+	uint32_t max_io_blocks;
+	pthread_mutex_t lock;
+	struct pmc_wb_conf wb;	/* under lock; copied by each step */
+	struct pmc_evol *vols;	/* [max_volumes] */
+	struct pmc_queue *queues; /* under lock */
+	struct pmc_vol_stats *retired; /* [nvols] counted by destroyed queues (lock) */
+	atomic_uint_fast64_t last_fg_ns;
+	int told_fixed;		/* logged which I/O path is in use (under lock) */
+	atomic_uchar ghost[GHOST_SLOTS];
+	/* write-back, owned by the thread in writeback_step (wb_lock) */
+	pthread_mutex_t wb_lock;
+	/* disk writes in flight, by block range: no other disk write of
+	 * those blocks may be issued before they complete, or the disk could
+	 * end up with the older data under a block marked clean */
+	pthread_mutex_t dw_lock;
+	struct wb_io *wb_flying;
+	struct pmc_req_ctx *around_flying; /* write-around and discard requests */
+	struct pmc_req_ctx *fg_flying;	   /* requests with disk writes held or in flight */
+	uint64_t dw_seq;		   /* order of foreground disk writes (dw_lock) */
+	uint64_t wb_cursor;
+	int wb_active;		/* between the watermarks */
+	unsigned wb_inflight;
+	uint32_t wb_force_vol;	/* flush_all: UINT32_MAX all, NONE none */
+	int wb_force;
+	uint64_t *wb_oldest;	/* [max_volumes] oldest birth in the current sweep */
+	uint64_t wb_swept;	/* descriptors swept in the current pass */
+	struct wb_item *items;	/* [WB_BATCH] */
+	struct wb_io *wb_free;
+};
+
+struct pmc_req_ctx {
+	struct pmc_queue *q;
+	struct pmc_req *req;
+	uint64_t lba;		/* first block */
+	uint32_t n;		/* blocks */
+	uint32_t cursor;	/* write-back writes: blocks done */
+	int pending;		/* sub-I/Os in flight */
+	int res;		/* first error */
+	int path;		/* enum pmc_lat_path for the histogram */
+	uint64_t start_ns;
+	uint64_t *blk;		/* [max_req_blocks] pinned cache block or NO_BLK */
+	uint32_t *snap;		/* [max_req_blocks] fill snapshots */
+	struct pmc_io *io;	/* [max_req_blocks] */
+	struct iovec *iov;	/* [max_req_blocks] */
+	uint32_t nio;
+	char *buf;		/* the request's data in DRAM: req->buf, or bounce */
+	char *bounce;		/* PMC_REQ_UCOPY: [max_req_blocks * bs], on first need */
+	int ucopy_out;		/* PMC_REQ_UCOPY read: bounce goes out at the end */
+	/* [max_req_blocks] disk write or discard io[k] held or in flight:
+	 * its place in the order of those (e->dw_seq), else 0 (dw_lock) */
+	uint64_t *ioseq;
+	uint32_t fg_hi;		/* ioseq[k] is 0 for k >= fg_hi (dw_lock) */
+	int fg_listed;		/* in e->fg_flying (dw_lock) */
+	struct pmc_req_ctx *fgnext, **fgprev;
+	/* a disk write or discard in flight over [lba, lba + n): write-back
+	 * stays off it, later disk writes of those blocks wait for it */
+	int around;
+	struct pmc_req_ctx *anext, **aprev; /* e->around_flying (dw_lock) */
+	uint64_t gen;		/* flush: wr_done when its sync was issued */
+	struct pmc_req_ctx *next;
+};
+
+struct pmc_queue {
+	struct pmc_engine *e;
+	struct pmc_ring *ring;
+	unsigned depth;
+	struct pmc_req_ctx *ctxs;
+	struct pmc_req_ctx *free;
+	struct pmc_req_ctx *waiting, *waiting_tail; /* no free block: retried */
+	struct pmc_req_ctx *done;		    /* complete from poll */
+	struct pmc_io *held, *held_tail;	    /* disk writes waiting on write-back, FIFO */
+	struct pmc_req **pending;		    /* no free context yet: FIFO */
+	unsigned npending, pend_head;
+	unsigned busy;				    /* contexts in use */
+	int in_poll;				    /* pmc_queue_poll on the stack */
+	struct pmc_vol_stats *stats;		    /* [max_volumes] */
+	struct pmc_queue *next;
+};
+
+/*
+ * Counter bump of a queue's own statistics: one writer (the queue's
+ * thread), so a relaxed load and store, no locked read-modify-write; other
+ * threads sum them with relaxed loads. (Write-back completions run on the
+ * queue that issued them, and count in that queue's statistics.)
+ */
+#define STAT_ADD(s, field, v)                                                                      \
+	__atomic_store_n(&(s)->field, __atomic_load_n(&(s)->field, __ATOMIC_RELAXED) + (uint64_t)(v), \
+			 __ATOMIC_RELAXED)
+
+/* engine.c */
+void pmc_eng_inval(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n);
+int pmc_eng_state_begin_dirty(struct pmc_engine *e, uint32_t vol);
+void pmc_eng_state_end_dirty(struct pmc_engine *e, uint32_t vol);
+void pmc_eng_state_mark_clean(struct pmc_engine *e);
+struct pmc_evol *pmc_eng_evol(struct pmc_engine *e, uint32_t vol);
+void pmc_eng_volume_failed(struct pmc_engine *e, uint32_t vol, int res, const char *what);
+void pmc_eng_media_error(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t blk);
+int pmc_eng_hit_copy(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t blk,
+		    enum pmc_block_state st, void *dst);
+unsigned pmc_eng_write_poisoned(struct pmc_engine *e, uint32_t vol, uint64_t lba,
+			       const uint64_t *blk, uint32_t n);
+void pmc_eng_req_finish(struct pmc_req_ctx *x);
+void pmc_eng_start(struct pmc_req_ctx *x);
+
+/* engine_read.c */
+int pmc_eng_seq_run(struct pmc_evol *v, atomic_uint_fast64_t *next, atomic_uint_fast64_t *runp,
+		   uint64_t off, uint64_t len);
+struct pmc_io *pmc_eng_req_io(struct pmc_req_ctx *x, enum pmc_io_op op, uint32_t start,
+			     uint32_t end, int pmem, void (*cb)(struct pmc_io *, int));
+int pmc_eng_ucopy_rw(int fd, struct iovec *iov, uint32_t cnt, uint64_t off, int out);
+int pmc_eng_ucopy_bounce(struct pmc_req_ctx *x);
+void pmc_eng_ucopy_finish(struct pmc_req_ctx *x);
+void pmc_eng_start_read(struct pmc_req_ctx *x);
+
+/* engine_order.c */
+int pmc_eng_wb_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n);
+int pmc_eng_around_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n);
+int pmc_eng_around_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n);
+void pmc_eng_around_enter(struct pmc_req_ctx *x);
+void pmc_eng_around_leave(struct pmc_req_ctx *x);
+void pmc_eng_fg_io_leave(struct pmc_req_ctx *x, struct pmc_io *io);
+void pmc_eng_disk_write_issue(struct pmc_queue *q, struct pmc_io *io);
+void pmc_eng_retry_held(struct pmc_queue *q);
+void pmc_eng_synced_advance(struct pmc_evol *v, uint64_t gen);
+void pmc_eng_plain_begin(struct pmc_evol *v);
+void pmc_eng_plain_end(struct pmc_evol *v);
+int pmc_eng_fills_allowed(struct pmc_evol *v);
+
+/* engine_write.c */
+void pmc_eng_around_done(struct pmc_io *io, int res);
+void pmc_eng_around_recheck(struct pmc_req_ctx *x, uint32_t start, uint32_t end);
+void pmc_eng_park(struct pmc_req_ctx *x);
+void pmc_eng_start_write(struct pmc_req_ctx *x);
+void pmc_eng_resume_write(struct pmc_req_ctx *x);
+void pmc_eng_start_flush(struct pmc_req_ctx *x);
+void pmc_eng_start_discard(struct pmc_req_ctx *x);
+
+/* engine_wb.c */
+int pmc_eng_wb_claim(struct pmc_engine *e, struct wb_io *w);
+
+/* the time of the current loop iteration: read once per poll by the ring,
+ * or now when called outside a poll (a request submitted from outside) */
+static inline uint64_t pmc_eng_queue_now(struct pmc_queue *q)
+{
+	return q->in_poll ? pmc_ring_now(q->ring) : pmc_mono_ns();
+}
+
+static inline void pmc_eng_stat_lat(struct pmc_queue *q, struct pmc_vol_stats *s, int path, uint64_t start_ns)
+{
+	uint64_t now = pmc_eng_queue_now(q);
+
+	STAT_ADD(s, lat[path][pmc_hist_bucket(now > start_ns ? now - start_ns : 0)], 1);
+}
+
+static inline void pmc_eng_set_res(struct pmc_req_ctx *x, int res)
+{
+	if (res && !x->res)
+		x->res = res;
+}
+
+static inline void pmc_eng_sub_done(struct pmc_req_ctx *x)
+{
+	if (--x->pending == 0)
+		pmc_eng_req_finish(x);
+}
+
+#endif

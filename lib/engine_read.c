@@ -1,0 +1,336 @@
+/* engine_read.c - reads, and the user-copy transfers of ublk.
+ *
+ * Every block of a read is looked up and pinned; hits are copied out of
+ * pmem at once (SIGBUS-safe: a poisoned block is quarantined and the read
+ * fails, never served from the disk's older data). Runs of misses are read
+ * from the disk, either straight into freshly allocated, pinned cache
+ * blocks (admitted: then published clean with pmc_cache_publish_fill and
+ * copied out) or straight into the request's buffer (not admitted:
+ * pass-through, sequential cutoff, n-miss rule, no free block, or fills
+ * not allowed while plain disk writes of the volume are unsynced or
+ * write-around is in flight over the range, engine_order.c).
+ *
+ * User copy (PMC_REQ_UCOPY, UBLK_F_USER_COPY): the request's data is in
+ * /dev/ublkcN at ucopy_off, not in a buffer. An all-hit read is written
+ * there from the pinned pmem blocks with one pwritev; any other read is
+ * gathered in a bounce buffer sent out when the request completes. Writes
+ * read it straight into their new cache blocks (engine_write.c).
+ */
+#define _GNU_SOURCE
+#include "engine_internal.h"
+
+/* --- reads --- */
+
+static int admit_block(struct pmc_engine *e, struct pmc_evol *v, uint32_t vol, uint64_t lba)
+{
+	unsigned need = atomic_load(&v->admit_after);
+	uint64_t h;
+	unsigned char seen;
+
+	if (need <= 1)
+		return 1;
+	h = (lba * 0x9e3779b97f4a7c15ull ^ vol) >> 40;
+	seen = atomic_fetch_add(&e->ghost[h % GHOST_SLOTS], 1);
+	if (seen == 255)
+		atomic_store(&e->ghost[h % GHOST_SLOTS], 255);
+	if ((unsigned)seen + 1 >= need) {
+		atomic_store(&e->ghost[h % GHOST_SLOTS], 0);
+		return 1;
+	}
+	return 0;
+}
+
+/* sequential detection: 1 if this request continues a run of its kind
+ * (next, run: the read or the write state) beyond the cutoff */
+int pmc_eng_seq_run(struct pmc_evol *v, atomic_uint_fast64_t *next, atomic_uint_fast64_t *runp,
+		   uint64_t off, uint64_t len)
+{
+	uint64_t cutoff = atomic_load_explicit(&v->seq_cutoff, memory_order_relaxed), run;
+
+	if (!cutoff)
+		return 0;
+	if (atomic_load_explicit(next, memory_order_relaxed) == off)
+		run = atomic_fetch_add(runp, len) + len;
+	else {
+		atomic_store(runp, len);
+		run = len;
+	}
+	atomic_store(next, off + len);
+	return run > cutoff;
+}
+
+static int sequential(struct pmc_evol *v, uint64_t off, uint64_t len)
+{
+	return pmc_eng_seq_run(v, &v->seq_next, &v->pmc_eng_seq_run, off, len);
+}
+
+static void read_io_done(struct pmc_io *io, int res)
+{
+	struct pmc_req_ctx *x = io->priv;
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	uint32_t first = (uint32_t)(io->off / e->bs - x->lba);
+	uint32_t end = first + (uint32_t)(io->len / e->bs);
+
+	/* admitted blocks have blk[] set: publish them clean, then copy out */
+	for (uint32_t i = first; i < end; i++) {
+		uint64_t blk = x->blk[i];
+
+		if (blk == NO_BLK || blk == HIT_BLK)
+			continue;
+		if (res == 0) {
+			/* -EEXIST/-ESTALE: a write got there first; the block is dropped */
+			pmc_cache_publish_fill(e->c, req->vol, x->lba + i, blk, x->snap[i]);
+			if (pmc_eng_hit_copy(e, req->vol, x->lba + i, blk, PMC_BLK_CLEAN,
+				     x->buf + (size_t)i * e->bs))
+				pmc_eng_set_res(x, -EIO);
+		}
+		pmc_cache_unpin(e->c, blk);
+		x->blk[i] = NO_BLK;
+	}
+	if (res) {
+		STAT_ADD(&x->q->stats[req->vol], read_errors, 1);
+		pmc_eng_volume_failed(e, req->vol, res, "read");
+		pmc_eng_set_res(x, res);
+	}
+	pmc_eng_sub_done(x);
+}
+
+/*
+ * The next sub-I/O of x, for blocks [start, end): to or from the pinned
+ * cache blocks x->blk[] (pmem), or the request buffer. Counted in pending.
+ */
+struct pmc_io *pmc_eng_req_io(struct pmc_req_ctx *x, enum pmc_io_op op, uint32_t start,
+			     uint32_t end, int pmem, void (*cb)(struct pmc_io *, int))
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	struct pmc_io *io = &x->io[x->nio++];
+
+	memset(io, 0, sizeof(*io));
+	io->op = op;
+	io->disk = e->vols[req->vol].disk;
+	io->off = (x->lba + start) * e->bs;
+	io->len = (uint64_t)(end - start) * e->bs;
+	io->cb = cb;
+	io->priv = x;
+	io->iov = &x->iov[start];
+	if (pmem) {
+		for (uint32_t i = start; i < end; i++) {
+			x->iov[i].iov_base = pmc_cache_block_data(e->c, x->blk[i]);
+			x->iov[i].iov_len = e->bs;
+		}
+		io->iovcnt = (int)(end - start);
+	} else {
+		x->iov[start].iov_base = x->buf + (size_t)start * e->bs;
+		x->iov[start].iov_len = io->len;
+		io->iovcnt = 1;
+	}
+	x->pending++;
+	return io;
+}
+
+/* blocks [start, end) of x from the disk: into pinned cache blocks when
+ * admitted, else straight into the request buffer */
+static void submit_run(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int admitted)
+{
+	struct pmc_io *io = pmc_eng_req_io(x, PMC_IO_READ, start, end, admitted, read_io_done);
+
+	pmc_ring_submit(x->q->ring, io);
+}
+
+/* --- user copy (PMC_REQ_UCOPY): the data is in a file, not in buf --- */
+
+/* all of iov to or from fd at off, in IOV_MAX pieces; 0 or -errno */
+int pmc_eng_ucopy_rw(int fd, struct iovec *iov, uint32_t cnt, uint64_t off, int out)
+{
+	while (cnt) {
+		int k = cnt > IOV_MAX ? IOV_MAX : (int)cnt;
+		uint64_t want = 0;
+		ssize_t n;
+
+		for (int i = 0; i < k; i++)
+			want += iov[i].iov_len;
+		n = out ? pwritev(fd, iov, k, (off_t)off) : preadv(fd, iov, k, (off_t)off);
+		if (n < 0)
+			return -errno;
+		if ((uint64_t)n != want)
+			return -EIO; /* the device's request is shorter than ours */
+		iov += k;
+		cnt -= (uint32_t)k;
+		off += want;
+	}
+	return 0;
+}
+
+/* the request's data in a DRAM buffer of the context (reads: filled by
+ * the read, sent out by pmc_eng_ucopy_finish; writes: read in now); 0 or -errno */
+int pmc_eng_ucopy_bounce(struct pmc_req_ctx *x)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	struct iovec iov;
+	int rc;
+
+	if (x->buf)
+		return 0;
+	if (!x->bounce) {
+		x->bounce = aligned_alloc(4096, (size_t)e->max_req_blocks * e->bs);
+		if (!x->bounce)
+			return -ENOMEM;
+	}
+	if (req->op == PMC_REQ_READ) {
+		x->buf = x->bounce;
+		x->ucopy_out = 1;
+		return 0;
+	}
+	iov.iov_base = x->bounce;
+	iov.iov_len = req->len;
+	rc = pmc_eng_ucopy_rw(req->ucopy_fd, &iov, 1, req->ucopy_off, 0);
+	if (rc == 0)
+		x->buf = x->bounce;
+	return rc;
+}
+
+/* a read's pinned hits (blk | UCOPY_HIT, iov set): all hits go out from
+ * pmem in one call; otherwise they are copied into the bounce buffer,
+ * which the misses fill and pmc_eng_ucopy_finish sends */
+static void ucopy_read_hits(struct pmc_req_ctx *x, uint32_t hits)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	int rc = 0;
+
+	int direct = hits == x->n && !x->res;
+
+	if (direct) {
+		rc = pmc_eng_ucopy_rw(req->ucopy_fd, x->iov, x->n, req->ucopy_off, 1);
+		if (rc == -EFAULT || rc == -EIO) {
+			/* the kernel could not read the pmem: quarantine what is
+			 * poisoned; the read fails either way */
+			for (uint32_t i = 0; i < x->n; i++) {
+				uint64_t blk = x->blk[i] & ~UCOPY_HIT;
+
+				if (pmc_poison_probe(pmc_cache_block_data(e->c, blk), e->bs))
+					pmc_eng_media_error(e, req->vol, x->lba + i, blk);
+			}
+			rc = -EIO;
+		}
+	} else {
+		rc = pmc_eng_ucopy_bounce(x);
+	}
+	for (uint32_t i = 0; i < x->n; i++) {
+		uint64_t blk = x->blk[i] & ~UCOPY_HIT;
+
+		if (x->blk[i] == NO_BLK || !(x->blk[i] & UCOPY_HIT))
+			continue;
+		if (!direct && rc == 0 &&
+		    pmc_eng_hit_copy(e, req->vol, x->lba + i, blk, PMC_BLK_CLEAN, x->buf + (size_t)i * e->bs))
+			rc = -EIO;
+		pmc_cache_unpin(e->c, blk);
+		x->blk[i] = HIT_BLK;
+	}
+	if (rc)
+		pmc_eng_set_res(x, rc);
+}
+
+void pmc_eng_ucopy_finish(struct pmc_req_ctx *x)
+{
+	struct pmc_req *req = x->req;
+	struct iovec iov = {.iov_base = x->buf, .iov_len = req->len};
+
+	x->ucopy_out = 0;
+	if (!x->res)
+		pmc_eng_set_res(x, pmc_eng_ucopy_rw(req->ucopy_fd, &iov, 1, req->ucopy_off, 1));
+}
+
+void pmc_eng_start_read(struct pmc_req_ctx *x)
+{
+	struct pmc_queue *q = x->q;
+	struct pmc_engine *e = q->e;
+	struct pmc_req *req = x->req;
+	struct pmc_evol *v = &e->vols[req->vol];
+	struct pmc_vol_stats *st = &q->stats[req->vol];
+	uint32_t hits = 0, i, run = UINT32_MAX;
+	int mode = atomic_load(&v->mode);
+	int bypass = mode == PMC_MODE_PASS_THROUGH || !e->c || sequential(v, req->off, req->len);
+
+	x->pending = 1; /* held until every run is submitted */
+	for (i = 0; i < x->n; i++) {
+		uint64_t blk;
+
+		x->blk[i] = NO_BLK;
+		if (!e->c)
+			continue;
+		/* the fill snapshot precedes the lookup: any write of the block
+		 * after the miss was seen (even one written back and evicted
+		 * since) then keeps the fill out */
+		x->snap[i] = pmc_cache_fill_seq(e->c, req->vol, x->lba + i);
+		enum pmc_block_state bst;
+
+		if (pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, &bst) == 0) {
+			hits++;
+			if (!x->buf && bst != PMC_BLK_LOST) {
+				/* user copy: kept pinned, sent out below */
+				x->iov[i].iov_base = pmc_cache_block_data(e->c, blk);
+				x->iov[i].iov_len = e->bs;
+				x->blk[i] = blk | UCOPY_HIT;
+				continue;
+			}
+			/* a LOST block fails the read whatever the copy path */
+			if (pmc_eng_hit_copy(e, req->vol, x->lba + i, blk, bst,
+				     x->buf ? x->buf + (size_t)i * e->bs : NULL))
+				pmc_eng_set_res(x, -EIO);
+			pmc_cache_unpin(e->c, blk);
+			x->blk[i] = HIT_BLK;
+		}
+	}
+	if (!x->buf)
+		ucopy_read_hits(x, hits);
+	STAT_ADD(st, read_hit_blocks, hits);
+	STAT_ADD(st, read_miss_blocks, x->n - hits);
+	if (hits == x->n) {
+		STAT_ADD(st, read_hits, 1);
+		x->path = PMC_LAT_READ_HIT;
+		pmc_eng_sub_done(x);
+		return;
+	}
+	if (hits)
+		STAT_ADD(st, read_partial_misses, 1);
+	else
+		STAT_ADD(st, read_full_misses, 1);
+	x->path = PMC_LAT_READ_MISS;
+	/* what the disk holds may not be durable yet: a plain write of the
+	 * volume not synced, or a write or discard of these blocks in flight
+	 * (checked after the fill snapshots: one that starts later drops the
+	 * fills, ORDERING.md) */
+	if (!bypass)
+		bypass = !pmc_eng_fills_allowed(v) || pmc_eng_around_overlap(e, req->vol, x->lba, x->n);
+	/* runs of misses: admitted blocks read into pmem, others into buf */
+	for (i = 0; i <= x->n; i++) {
+		int miss = i < x->n && x->blk[i] == NO_BLK;
+		int adm = 0;
+
+		if (miss && !bypass && admit_block(e, v, req->vol, x->lba + i)) {
+			uint64_t blk;
+
+			if (pmc_cache_alloc(e->c, PMC_ALLOC_FILL, &blk) == 0) {
+				x->blk[i] = blk;
+				adm = 1;
+			}
+		}
+		if (miss && adm)
+			STAT_ADD(st, admit_blocks, 1);
+		else if (miss)
+			STAT_ADD(st, bypass_blocks, 1);
+		/* close the current run when its kind changes */
+		if (run != UINT32_MAX &&
+		    (!miss || adm != (x->blk[run] != NO_BLK) || i - run >= e->max_io_blocks)) {
+			submit_run(x, run, i, x->blk[run] != NO_BLK);
+			run = UINT32_MAX;
+		}
+		if (miss && run == UINT32_MAX)
+			run = i;
+	}
+	pmc_eng_sub_done(x);
+}

@@ -1,0 +1,486 @@
+/* engine_write.c - writes in every mode, flushes and discards.
+ *
+ *  - write-back: each block is copied into a new cache block, and the
+ *    blocks of a request are published dirty together (two persist
+ *    barriers per batch, FORMAT.md): durable in pmem before the request
+ *    completes. With no free block the request waits for write-back (or
+ *    goes around, as configured). A sequential stream beyond seq_cutoff
+ *    goes around the cache.
+ *  - write-through: as write-back, then the pinned blocks are written to
+ *    the disk with RWF_DSYNC and marked clean; the request completes after
+ *    both.
+ *  - write-around, pass-through, and any write while a volume drains for a
+ *    mode change: drop the CLEAN cached copies, write the buffer to the
+ *    disk (RWF_DSYNC unless the mode is write-around or pass-through on a
+ *    volatile volume and no DIRTY copy is cached), then drop the DIRTY
+ *    copies that stood for the older data.
+ *  - flush: data acknowledged in write-back mode is already durable in
+ *    pmem; disk writes made without RWF_DSYNC are covered by flush
+ *    generations: a flush completes once a sync issued after its arrival
+ *    finished (engine_order.c).
+ *  - discard: invalidate (dirty data too), pass down, invalidate again.
+ */
+#define _GNU_SOURCE
+#include "engine_internal.h"
+
+/* --- writes --- */
+
+static void disk_write(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int from_pmem,
+		       int dsync, void (*cb)(struct pmc_io *, int));
+
+void pmc_eng_around_done(struct pmc_io *io, int res)
+{
+	struct pmc_req_ctx *x = io->priv;
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	uint32_t first = (uint32_t)(io->off / e->bs - x->lba);
+	uint32_t end = first + (uint32_t)(io->len / e->bs);
+
+	/* the new data is durable on the disk (RWF_DSYNC was used whenever a
+	 * DIRTY copy was kept): drop the DIRTY copies it replaces, unless a
+	 * newer write replaced them meanwhile */
+	for (uint32_t i = first; i < end; i++) {
+		uint64_t blk;
+
+		if (res == 0 && x->blk[i] != NO_BLK &&
+		    pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, NULL) == 0) {
+			pmc_cache_unpin(e->c, blk);
+			if (blk == x->blk[i])
+				pmc_eng_inval(e, req->vol, x->lba + i, 1);
+		}
+		x->blk[i] = NO_BLK;
+	}
+	if (!(io->rw_flags & RWF_DSYNC))
+		pmc_eng_plain_end(&e->vols[req->vol]);
+	if (res) {
+		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
+		pmc_eng_volume_failed(e, req->vol, res, "write");
+		pmc_eng_set_res(x, res);
+	}
+	pmc_eng_fg_io_leave(x, io);
+	pmc_eng_sub_done(x);
+}
+
+/*
+ * Drop the CLEAN cached copies of blocks [start, end) of x (each drop, and
+ * the lookup of an absent block, also keeps any fill in flight from
+ * landing). A DIRTY copy may be the only durable copy of an acknowledged
+ * write: it stays, noted in x->blk[i] (else NO_BLK). Returns 1 if one did.
+ */
+static int around_inval_clean(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
+{
+	struct pmc_engine *e = x->q->e;
+	uint32_t vol = x->req->vol;
+	int dirty = 0;
+
+	for (uint32_t i = start; i < end; i++) {
+		enum pmc_block_state st;
+		uint64_t blk;
+
+		x->blk[i] = NO_BLK;
+		if (!e->c)
+			continue;
+		if (pmc_cache_lookup_pin(e->c, vol, x->lba + i, &blk, &st) == 0) {
+			pmc_cache_unpin(e->c, blk);
+			if (st == PMC_BLK_DIRTY) {
+				x->blk[i] = blk;
+				dirty = 1;
+				continue;
+			}
+		}
+		pmc_cache_invalidate(e->c, vol, x->lba + i, 1);
+	}
+	return dirty;
+}
+
+/* before a held write-around goes to the disk: drop the copies that are
+ * CLEAN now; a DIRTY one (noted or newer) stays */
+void pmc_eng_around_recheck(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
+{
+	struct pmc_engine *e = x->q->e;
+	uint32_t vol = x->req->vol;
+
+	for (uint32_t i = start; i < end; i++) {
+		enum pmc_block_state st;
+		uint64_t blk;
+
+		if (pmc_cache_lookup_pin(e->c, vol, x->lba + i, &blk, &st) == 0) {
+			pmc_cache_unpin(e->c, blk);
+			if (st == PMC_BLK_DIRTY)
+				continue;
+		}
+		pmc_cache_invalidate(e->c, vol, x->lba + i, 1);
+	}
+}
+
+/*
+ * Blocks [start, end) of x to the disk, from the request buffer, around
+ * the cache. The CLEAN copies go first, so none stands for older data once
+ * the new data may be on the disk; write-back and read-miss fills stay off
+ * the range until x completes (pmc_eng_around_enter). The write is plain (made
+ * durable by a later flush) only in write-around and pass-through mode on
+ * a volume with a volatile cache, without FUA and with no DIRTY copy kept;
+ * durable says the mode in force acknowledges durable writes (write-back,
+ * write-through: a drain, no free block, the state marker failed).
+ */
+static void write_around(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int durable)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	struct pmc_evol *v = &e->vols[req->vol];
+	int dsync, rc = pmc_eng_ucopy_bounce(x);
+
+	if (rc) {
+		pmc_eng_set_res(x, rc);
+		return;
+	}
+	pmc_eng_around_enter(x);
+	dsync = durable || (req->flags & PMC_REQ_FUA) || atomic_load(&v->no_volatile);
+	if (!dsync)
+		pmc_eng_plain_begin(v); /* before any copy is dropped: fills see it */
+	if (around_inval_clean(x, start, end) && !dsync) {
+		/* a DIRTY copy stays until the new data is durable */
+		atomic_fetch_sub(&v->plain_flying, 1);
+		dsync = 1;
+	}
+	STAT_ADD(&x->q->stats[req->vol], write_disk_blocks, end - start);
+	x->path = PMC_LAT_WRITE_DISK;
+	disk_write(x, start, end, 0, dsync, pmc_eng_around_done);
+}
+
+static void through_done(struct pmc_io *io, int res)
+{
+	struct pmc_req_ctx *x = io->priv;
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	uint32_t first = (uint32_t)(io->off / e->bs - x->lba);
+
+	for (uint32_t i = first; i < first + io->len / e->bs; i++) {
+		if (res == 0)
+			pmc_cache_mark_clean(e->c, req->vol, x->lba + i, x->blk[i]);
+		pmc_cache_unpin(e->c, x->blk[i]);
+		x->blk[i] = NO_BLK;
+	}
+	if (res) {
+		/* the data is dirty in pmem: write-back retries it */
+		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
+		pmc_eng_volume_failed(e, req->vol, res, "write-through");
+		pmc_eng_set_res(x, res);
+	}
+	pmc_eng_fg_io_leave(x, io);
+	pmc_eng_sub_done(x);
+}
+
+static void disk_write(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int from_pmem,
+		       int dsync, void (*cb)(struct pmc_io *, int))
+{
+	struct pmc_io *io = pmc_eng_req_io(x, PMC_IO_WRITE, start, end, from_pmem, cb);
+
+	io->rw_flags = dsync ? RWF_DSYNC : 0;
+	if (from_pmem) /* write-through: the same blocks went into pmem too */
+		STAT_ADD(&x->q->stats[x->req->vol], write_disk_blocks, end - start);
+	pmc_eng_disk_write_issue(x->q, io);
+}
+
+void pmc_eng_park(struct pmc_req_ctx *x)
+{
+	struct pmc_queue *q = x->q;
+
+	x->next = NULL;
+	if (q->waiting_tail)
+		q->waiting_tail->next = x;
+	else
+		q->waiting = x;
+	q->waiting_tail = x;
+}
+
+/*
+ * Write-back and write-through: blocks from x->next on go into new cache
+ * blocks. Returns 1 when the request had to wait for free blocks.
+ */
+static int write_cached_marked(struct pmc_req_ctx *x, int through);
+
+static int write_cached(struct pmc_req_ctx *x, int through)
+{
+	uint32_t vol = x->req->vol;
+	int rc;
+
+	if (pmc_eng_state_begin_dirty(x->q->e, vol)) {
+		/* the marker could not be made durable: no dirty data then */
+		write_around(x, x->cursor, x->n, 1);
+		x->cursor = x->n;
+		return 0;
+	}
+	rc = write_cached_marked(x, through);
+	pmc_eng_state_end_dirty(x->q->e, vol);
+	return rc;
+}
+
+/*
+ * Blocks [i, i + k) of a write, allocated and pinned in x->blk[]: their
+ * data copied in and flushed, then published together (two persist
+ * barriers for all of them). Write-through keeps the pins for the disk
+ * write; write-back drops them. 0 or the first error.
+ */
+static int publish_blocks(struct pmc_req_ctx *x, uint32_t i, uint32_t k, int through)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	int res[PMC_BATCH_MAX], rc = 0;
+
+	if (x->buf) {
+		for (uint32_t j = i; j < i + k; j++)
+			pmc_pmem_copy_flush(e->pm, pmc_cache_block_data(e->c, x->blk[j]),
+					    x->buf + (size_t)j * e->bs, e->bs);
+	} else {
+		/* user copy: one read from the device straight into the blocks */
+		for (uint32_t j = i; j < i + k; j++) {
+			x->iov[j].iov_base = pmc_cache_block_data(e->c, x->blk[j]);
+			x->iov[j].iov_len = e->bs;
+		}
+		rc = pmc_eng_ucopy_rw(req->ucopy_fd, &x->iov[i], k, req->ucopy_off + (uint64_t)i * e->bs, 0);
+		for (uint32_t j = i; j < i + k && !rc; j++)
+			pmc_pmem_flush(e->pm, x->iov[j].iov_base, e->bs);
+	}
+	if (!rc)
+		rc = pmc_cache_publish_range(e->c, req->vol, x->lba + i, &x->blk[i], k, PMC_BLK_DIRTY,
+					     res);
+	for (uint32_t j = 0; j < k; j++) {
+		if (!rc && res[j])
+			rc = res[j];
+		if (!through || rc) {
+			pmc_cache_unpin(e->c, x->blk[i + j]);
+			x->blk[i + j] = NO_BLK;
+		}
+	}
+	/* write-through: blocks published before a failure keep their pins
+	 * until here only; the request fails */
+	if (rc && through)
+		for (uint32_t j = i; j < i + k; j++)
+			if (x->blk[j] != NO_BLK) {
+				pmc_cache_unpin(e->c, x->blk[j]);
+				x->blk[j] = NO_BLK;
+			}
+	return rc;
+}
+
+static int write_cached_marked(struct pmc_req_ctx *x, int through)
+{
+	struct pmc_queue *q = x->q;
+	struct pmc_engine *e = q->e;
+	struct pmc_req *req = x->req;
+	struct pmc_evol *v = &e->vols[req->vol];
+	struct pmc_vol_stats *st = &q->stats[req->vol];
+	uint32_t i = x->cursor, tstart = x->cursor;
+
+	while (i < x->n) {
+		uint32_t k = 0;
+		int rc = 0;
+
+		/* a batch: as many blocks as can be had, published together */
+		while (i + k < x->n && k < PMC_BATCH_MAX) {
+			rc = pmc_cache_alloc(e->c, PMC_ALLOC_EVICT, &x->blk[i + k]);
+			if (rc)
+				break;
+			k++;
+		}
+		if (k) {
+			int prc = publish_blocks(x, i, k, through);
+
+			if (prc) {
+				pmc_eng_set_res(x, prc);
+				if (through && i > tstart)
+					disk_write(x, tstart, i, 1, 1, through_done);
+				STAT_ADD(st, write_pmem_blocks, i - x->cursor);
+				x->cursor = x->n;
+				return 0;
+			}
+			i += k;
+			while (through && i - tstart >= e->max_io_blocks) {
+				disk_write(x, tstart, tstart + e->max_io_blocks, 1, 1, through_done);
+				tstart += e->max_io_blocks;
+			}
+		}
+		if (!rc)
+			continue;
+		if (atomic_load(&v->nospace) == PMC_NOSPACE_AROUND) {
+			if (through && i > tstart)
+				disk_write(x, tstart, i, 1, 1, through_done);
+			STAT_ADD(st, write_pmem_blocks, i - x->cursor);
+			write_around(x, i, x->n, 1);
+			x->cursor = x->n;
+			return 0;
+		}
+		if (through && i > tstart)
+			disk_write(x, tstart, i, 1, 1, through_done);
+		STAT_ADD(st, write_pmem_blocks, i - x->cursor);
+		STAT_ADD(st, nospace_waits, 1);
+		x->cursor = i;
+		return 1;
+	}
+	if (through && i > tstart)
+		disk_write(x, tstart, i, 1, 1, through_done);
+	STAT_ADD(st, write_pmem_blocks, i - x->cursor);
+	x->cursor = x->n;
+	return 0;
+}
+
+/* writes acknowledged in the mode in force, or in the one a drain leads
+ * to, must be durable at completion (write-back, write-through) */
+static int durable_mode(struct pmc_evol *v, int in_force)
+{
+	return in_force <= PMC_MODE_WRITE_THROUGH ||
+	       atomic_load(&v->target) <= PMC_MODE_WRITE_THROUGH;
+}
+
+/* x->pending holds one reference for the request itself while it is being
+ * started or parked; sub-I/Os add theirs. */
+void pmc_eng_start_write(struct pmc_req_ctx *x)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_evol *v = &e->vols[x->req->vol];
+	int mode = atomic_load(&v->mode), in_force = mode;
+
+	if (atomic_load(&v->draining) && mode == PMC_MODE_WRITE_BACK)
+		mode = PMC_MODE_WRITE_AROUND; /* leaving write-back: no new dirty data */
+	x->pending = 1;
+	if (x->q->waiting) {
+		/* writes leave in the order they came: behind the waiting ones */
+		x->path = PMC_LAT_WRITE_PMEM;
+		pmc_eng_park(x);
+		return;
+	}
+	switch (mode) {
+	case PMC_MODE_WRITE_BACK:
+		if (pmc_eng_seq_run(v, &v->seq_wnext, &v->seq_wrun, x->req->off, x->req->len) &&
+		    !(x->req->flags & PMC_REQ_FUA)) {
+			/* a stream beyond seq_cutoff: to the disk, around the cache
+			 * (its copies dropped), plain on a volatile volume; the
+			 * disk writes it once instead of pmem now and write-back
+			 * later */
+			STAT_ADD(&x->q->stats[x->req->vol], write_bypass_blocks, x->n);
+			write_around(x, 0, x->n, 0);
+			break;
+		}
+		x->path = PMC_LAT_WRITE_PMEM;
+		if (write_cached(x, 0)) {
+			pmc_eng_park(x); /* keeps its reference */
+			return;
+		}
+		break;
+	case PMC_MODE_WRITE_THROUGH:
+		x->path = PMC_LAT_WRITE_DISK;
+		if (write_cached(x, 1)) {
+			pmc_eng_park(x);
+			return;
+		}
+		break;
+	default:
+		write_around(x, 0, x->n, durable_mode(v, in_force));
+		break;
+	}
+	pmc_eng_sub_done(x);
+}
+
+/* a parked write resumes where it stopped; it still holds its reference */
+void pmc_eng_resume_write(struct pmc_req_ctx *x)
+{
+	struct pmc_evol *v = &x->q->e->vols[x->req->vol];
+	int mode = atomic_load(&v->mode);
+
+	if (atomic_load(&v->draining) || mode > PMC_MODE_WRITE_THROUGH) {
+		write_around(x, x->cursor, x->n, durable_mode(v, mode));
+		x->cursor = x->n;
+		pmc_eng_sub_done(x);
+		return;
+	}
+	x->path = mode == PMC_MODE_WRITE_THROUGH ? PMC_LAT_WRITE_DISK : PMC_LAT_WRITE_PMEM;
+	if (write_cached(x, mode == PMC_MODE_WRITE_THROUGH)) {
+		pmc_eng_park(x);
+		return;
+	}
+	pmc_eng_sub_done(x);
+}
+
+/* --- flush and discard --- */
+
+static void simple_done(struct pmc_io *io, int res)
+{
+	struct pmc_req_ctx *x = io->priv;
+	struct pmc_req *req = x->req;
+	struct pmc_evol *v = &x->q->e->vols[req->vol];
+
+	if (req->op == PMC_REQ_DISCARD) {
+		pmc_eng_inval(x->q->e, req->vol, x->lba, x->n);
+		pmc_eng_plain_end(v);
+		pmc_eng_fg_io_leave(x, io);
+	}
+	/* what completed before the sync was issued is durable now; after a
+	 * failure nothing is known durable: the next flush syncs again */
+	if (!res && req->op == PMC_REQ_FLUSH)
+		pmc_eng_synced_advance(v, x->gen);
+	if (res) {
+		pmc_eng_volume_failed(x->q->e, req->vol, res, req->op == PMC_REQ_FLUSH ? "flush" : "discard");
+		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
+		pmc_eng_set_res(x, res);
+	}
+	pmc_eng_sub_done(x);
+}
+
+static void start_simple(struct pmc_req_ctx *x, enum pmc_io_op op)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	struct pmc_io *io = &x->io[0];
+
+	x->nio = 1;
+	memset(io, 0, sizeof(*io));
+	io->op = op;
+	io->disk = e->vols[req->vol].disk;
+	io->off = req->off;
+	io->len = req->len;
+	io->cb = simple_done;
+	io->priv = x;
+	x->pending = 1;
+	if (op == PMC_IO_DISCARD)
+		pmc_eng_disk_write_issue(x->q, io); /* after older writes of the range */
+	else
+		pmc_ring_submit(x->q->ring, io);
+}
+
+void pmc_eng_start_flush(struct pmc_req_ctx *x)
+{
+	struct pmc_evol *v = &x->q->e->vols[x->req->vol];
+
+	x->path = PMC_LAT_FLUSH;
+	/* write-back data is durable in pmem; plain disk writes completed
+	 * before this flush arrived are in wr_done, and a sync issued now
+	 * covers them. Nothing to do if one issued later has finished. */
+	x->gen = atomic_load(&v->wr_done);
+	if (atomic_load(&v->wr_synced) >= x->gen) {
+		x->pending = 1;
+		pmc_eng_sub_done(x);
+		return;
+	}
+	start_simple(x, PMC_IO_FSYNC);
+}
+
+void pmc_eng_start_discard(struct pmc_req_ctx *x)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+
+	x->path = PMC_LAT_DISCARD;
+	if (!e->vols[req->vol].disk->can_discard) {
+		pmc_eng_inval(e, req->vol, x->lba, x->n);
+		x->pending = 1;
+		pmc_eng_sub_done(x);
+		return;
+	}
+	/* like a write around the cache: write-back and fills stay off the
+	 * range, and the discard waits for older writes of it in flight */
+	pmc_eng_around_enter(x);
+	pmc_eng_plain_begin(&e->vols[req->vol]);
+	pmc_eng_inval(e, req->vol, x->lba, x->n);
+	start_simple(x, PMC_IO_DISCARD);
+}

@@ -1,0 +1,191 @@
+/* engine_ucopy.c - requests whose data is in a file, not in a buffer
+ * (PMC_REQ_UCOPY: ublk user copy, where the file is /dev/ublkcN). A plain
+ * file stands for the char device here: a write's data is placed in it at
+ * the request's offset, a read's data must appear there.
+ *
+ * Checks, on one write-back volume: a write goes into the cache (read back
+ * through a buffer it holds every block's new version); a read that hits
+ * every block, and one that misses some (the misses admitted and not),
+ * put each block's right version at the request's offset of the file;
+ * the same after the volume switched to write-around (the write reaches
+ * the disk); and a request whose file is shorter than it fails with -EIO
+ * and writes nothing past the file's end (a failed write may have
+ * written any part before it, as on a disk).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "etest.h"
+#include "t.h"
+
+#define VOL_BLOCKS 256u
+#define N 16u
+
+static struct et g_t;
+static struct et_vol g_v = {.name = "ucopy", .tag = 11, .nblocks = VOL_BLOCKS};
+static struct pmc_queue *g_q;
+static int g_fd;
+
+static void req_cb(struct pmc_req *req, int res)
+{
+	struct et_req *r = req->priv;
+
+	r->done = 1;
+	r->res = res;
+}
+
+/* one request with its data at file offset foff */
+static int uio(enum pmc_req_op op, uint64_t lba, uint32_t n, uint64_t foff)
+{
+	struct et_req r = {0};
+	struct pmc_err err = {0};
+	int rc;
+
+	r.req.op = op;
+	r.req.vol = g_v.vol;
+	r.req.off = lba * BS;
+	r.req.len = (uint64_t)n * BS;
+	r.req.flags = PMC_REQ_UCOPY;
+	r.req.ucopy_fd = g_fd;
+	r.req.ucopy_off = foff;
+	r.req.cb = req_cb;
+	r.req.priv = &r;
+	rc = pmc_queue_submit(g_q, &r.req, &err);
+	if (rc)
+		T_FAIL("submit: %d (%s)", rc, err.msg);
+	et_wait(g_t.e, g_q, g_q, &r.done, 10000, "user-copy request");
+	return r.res;
+}
+
+static void put(uint64_t foff, uint64_t lba, uint32_t n, uint64_t ver)
+{
+	char *b = et_alloc((size_t)n * BS);
+
+	for (uint32_t i = 0; i < n; i++)
+		et_fill(b + (size_t)i * BS, g_v.tag, lba + i, ver);
+	T_EQ(pwrite(g_fd, b, (size_t)n * BS, (off_t)foff), (ssize_t)n * BS);
+	free(b);
+}
+
+/* the file at foff holds blocks lba.. in version want[i] */
+static void expect_file(const char *what, uint64_t foff, uint64_t lba, uint32_t n,
+			const uint64_t *want)
+{
+	char *b = et_alloc((size_t)n * BS), d[96];
+
+	T_EQ(pread(g_fd, b, (size_t)n * BS, (off_t)foff), (ssize_t)n * BS);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t got = et_version(b + (size_t)i * BS, g_v.tag, lba + i);
+
+		if (got != want[i])
+			T_FAIL("%s: block %" PRIu64 ": %s, expected version %" PRIu64, what, lba + i,
+			       et_describe(b + (size_t)i * BS, g_v.tag, lba + i, want[i], d,
+					   sizeof(d)),
+			       want[i]);
+	}
+	free(b);
+	printf("ok: %s\n", what);
+}
+
+/* read through a plain buffer */
+static void expect_cache(const char *what, uint64_t lba, uint32_t n, uint64_t ver)
+{
+	char *b = et_alloc((size_t)n * BS);
+
+	T_EQ(et_io(g_t.e, g_q, g_q, PMC_REQ_READ, g_v.vol, lba, n, b, 0), 0);
+	for (uint32_t i = 0; i < n; i++)
+		T_EQ(et_version(b + (size_t)i * BS, g_v.tag, lba + i), ver);
+	free(b);
+	printf("ok: %s\n", what);
+}
+
+int main(void)
+{
+	char path[256];
+	struct pmc_volume_conf vc;
+	struct pmc_vol_stats st0, st1;
+	struct pmc_err err;
+	uint64_t want[N];
+
+	et_path(g_t.pmem_path, sizeof(g_t.pmem_path), "pmem");
+	et_path(g_v.path, sizeof(g_v.path), "disk");
+	et_path(path, sizeof(path), "ucopy");
+	et_disk_create(g_v.path, g_v.tag, g_v.nblocks);
+	g_fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	T_TRUE(g_fd >= 0);
+	g_t.pmem_size = et_pmem_size(4 * VOL_BLOCKS);
+	pmc_wb_conf_default(&g_t.wb);
+	g_t.wb.high_pct = 100;
+	g_t.wb.low_pct = 100;
+	g_t.wb.max_age_ms = UINT64_MAX / 2000000;
+	et_open(&g_t, 1);
+	pmc_volume_conf_default(&vc);
+	et_attach(&g_t, &g_v, &vc, NULL, NULL);
+	g_q = et_queue(g_t.e, 4);
+
+	/* a write: from the file straight into the cache */
+	put(1 << 20, 0, N, 5);
+	et_stats(g_t.e, g_v.vol, &st0);
+	T_EQ(uio(PMC_REQ_WRITE, 0, N, 1 << 20), 0);
+	et_stats(g_t.e, g_v.vol, &st1);
+	T_EQ(st1.write_pmem_blocks - st0.write_pmem_blocks, N);
+	expect_cache("write from the file lands in the cache", 0, N, 5);
+
+	/* a read hit on every block: straight from pmem to the file */
+	for (uint32_t i = 0; i < N; i++)
+		want[i] = 5;
+	T_EQ(uio(PMC_REQ_READ, 0, N, 4 << 20), 0);
+	expect_file("read hit goes to the file", 4 << 20, 0, N, want);
+
+	/* half hits, half misses (disk version 0): admitted, then bypassed */
+	for (uint32_t i = 0; i < N; i++)
+		want[i] = i < N / 2 ? 5 : 0;
+	T_EQ(uio(PMC_REQ_READ, N / 2, N, 8 << 20), 0);
+	expect_file("partial miss goes to the file", 8 << 20, N / 2, N, want);
+	vc.seq_cutoff_bytes = 4096; /* any multi-block read now bypasses */
+	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
+	for (uint32_t i = 0; i < N; i++)
+		want[i] = 0;
+	T_EQ(uio(PMC_REQ_READ, 4 * N, N, 12 << 20), 0);
+	T_EQ(uio(PMC_REQ_READ, 5 * N, N, 12 << 20), 0);
+	expect_file("bypassed misses go to the file", 12 << 20, 5 * N, N, want);
+	vc.seq_cutoff_bytes = 0;
+	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
+
+	/* a request longer than the file's data: -EIO, nothing changes */
+	put(16 << 20, 2 * N, 2, 9); /* the file ends inside the request */
+	T_EQ(uio(PMC_REQ_WRITE, 2 * N, N, 16 << 20), -EIO);
+	expect_cache("short source: nothing past its end written", 2 * N + 2, N - 2, 0);
+
+	/* write-around: the data goes to the disk through a buffer */
+	vc.mode = PMC_MODE_WRITE_AROUND;
+	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
+	et_flush_all(&g_t, g_q, NULL);
+	put(20 << 20, 3 * N, N, 7);
+	T_EQ(uio(PMC_REQ_WRITE, 3 * N, N, 20 << 20), 0);
+	{
+		char *b = et_alloc(BS);
+
+		for (uint32_t i = 0; i < N; i++) {
+			et_disk_read(g_v.path, 3 * N + i, b);
+			T_EQ(et_version(b, g_v.tag, 3 * N + i), 7);
+		}
+		free(b);
+		printf("ok: write-around from the file reaches the disk\n");
+	}
+	for (uint32_t i = 0; i < N; i++)
+		want[i] = 7;
+	T_EQ(uio(PMC_REQ_READ, 3 * N, N, 24 << 20), 0);
+	expect_file("write-around data reads back to the file", 24 << 20, 3 * N, N, want);
+
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 0);
+	close(g_fd);
+	printf("PASS engine_ucopy\n");
+	return 0;
+}
