@@ -131,6 +131,17 @@ static void print_volumes(struct json_object *vols, uint64_t block_size)
 	else
 		puts("no volumes");
 	pmc_tab_free(&t);
+	/* NVMe-oF disks: where each one's path is */
+	for (size_t i = 0; vols && i < json_object_array_length(vols); i++) {
+		struct json_object *v = json_object_array_get_idx(vols, i), *p;
+
+		if (!json_object_object_get_ex(v, "path", &p))
+			continue;
+		printf("%s: path %s %s %s (%s): %s, %" PRIu64 " reconnects\n",
+		       get_str(v, "name", "?"), get_str(p, "transport", "?"), get_str(p, "address", "-"),
+		       get_str(p, "controller", "-"), get_str(p, "device", "-"),
+		       get_str(p, "state", "?"), get_u64(p, "reconnects"));
+	}
 }
 
 static void print_status(struct json_object *o)
@@ -366,6 +377,9 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	}
 	case PMC_CLI_VOLUME_REMOVE:
 		printf("volume %s removed\n", a->pos[0]);
+		break;
+	case PMC_CLI_VOLUME_RECONNECT:
+		printf("volume %s: reconnecting; pmcachectl status shows its path\n", a->pos[0]);
 		break;
 	case PMC_CLI_SHUTDOWN:
 		if (a->remove_devices)

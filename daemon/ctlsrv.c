@@ -313,7 +313,24 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v, const str
 	pmc_engine_stats(d->e, v->vol, &st);
 	snprintf(dev, sizeof(dev), "/dev/ublkb%u", v->dev ? v->dev->dev_id : 0);
 	json_object_object_add(o, "name", json_object_new_string(v->conf.name));
-	json_object_object_add(o, "disk", json_object_new_string(v->conf.disk));
+	if (pmc_config_volume_is_nvmf(&v->conf)) {
+		char label[PMC_CONFIG_NQN_MAX + PMC_CONFIG_TRADDR_MAX + 96];
+		json_object *p = json_object_new_object();
+
+		pmc_config_nvmf_label(&v->conf.nvmf, label, sizeof(label));
+		json_object_object_add(o, "disk", json_object_new_string(label));
+		json_object_object_add(
+		    p, "transport",
+		    json_object_new_string(pmc_config_transport_name(v->conf.nvmf.transport)));
+		json_object_object_add(p, "address", json_object_new_string(v->path_addr));
+		json_object_object_add(p, "controller", json_object_new_string(v->path_ctrl));
+		json_object_object_add(p, "device", json_object_new_string(v->path_dev));
+		json_object_object_add(p, "state", json_object_new_string(v->path_state));
+		json_object_object_add(p, "reconnects", json_object_new_uint64(v->path_reconnects));
+		json_object_object_add(o, "path", p);
+	} else {
+		json_object_object_add(o, "disk", json_object_new_string(v->conf.disk));
+	}
 	json_object_object_add(o, "disk_id", json_object_new_string(pmcd_volume_disk_id(d, v)));
 	json_object_object_add(o, "device", json_object_new_string(dev));
 	json_object_object_add(o, "mode", json_object_new_string(pmc_mode_name(mode)));
@@ -773,7 +790,7 @@ static void start_job(struct conn *c, const struct pmc_ctl_req *r)
 static int mutating(enum pmc_ctl_cmd cmd)
 {
 	return cmd == PMC_CTL_VOLUME_ADD || cmd == PMC_CTL_VOLUME_REMOVE || cmd == PMC_CTL_SET ||
-	       cmd == PMC_CTL_FLUSH || cmd == PMC_CTL_SHUTDOWN;
+	       cmd == PMC_CTL_FLUSH || cmd == PMC_CTL_SHUTDOWN || cmd == PMC_CTL_VOLUME_RECONNECT;
 }
 
 /* is the running operation on this volume? */
@@ -820,7 +837,10 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 			pmc_log(LOG_NOTICE, "control: uid %u pid %d: %s%s%s%s%s%s", c->uid, c->pid,
 				pmc_ctl_cmd_name(r.cmd), what[0] ? " " : "", what,
 				r.cmd == PMC_CTL_VOLUME_ADD ? " disk " : "",
-				r.cmd == PMC_CTL_VOLUME_ADD ? r.add.disk : "",
+				r.cmd == PMC_CTL_VOLUME_ADD
+				    ? (pmc_config_volume_is_nvmf(&r.add) ? r.add.nvmf.subsysnqn
+									   : r.add.disk)
+				    : "",
 				r.force ? " (force)" : "");
 		if (r.cmd != PMC_CTL_VOLUME_ADD && r.cmd != PMC_CTL_SHUTDOWN &&
 		    volume_in_job(s, r.volume)) {
@@ -832,7 +852,8 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	}
 	switch (r.cmd) {
 	case PMC_CTL_VOLUME_ADD:
-		if (check_disk(c, &r) == 0)
+		/* an NVMe-oF disk has no path yet: the daemon connects what it names */
+		if (pmc_config_volume_is_nvmf(&r.add) || check_disk(c, &r) == 0)
 			start_job(c, &r);
 		return;
 	case PMC_CTL_VOLUME_REMOVE:
@@ -875,6 +896,24 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	case PMC_CTL_GET:
 		do_get(c, &r);
 		break;
+	case PMC_CTL_VOLUME_RECONNECT: {
+		struct pmcd_volume *v = pmcd_volume_find(d, r.volume);
+
+		if (!v) {
+			snprintf(msg, sizeof(msg), "volume %s: not served", r.volume);
+			send_err(c, &r.id, ENOENT, msg);
+		} else if (!pmc_config_volume_is_nvmf(&v->conf)) {
+			snprintf(msg, sizeof(msg), "volume %s: its disk is not an NVMe-oF namespace",
+				 r.volume);
+			send_err(c, &r.id, EINVAL, msg);
+		} else {
+			v->path_retry_ns = 0;
+			v->path_backoff_ms = 0;
+			pmcd_path_kick(d);
+			conn_send(c, pmc_ctl_reply_ok(&r.id, NULL));
+		}
+		break;
+	}
 	default:
 		send_err(c, &r.id, EINVAL, "request not handled");
 		break;
