@@ -19,6 +19,7 @@ static const struct {
 	{"volume add", PMC_CLI_VOLUME_ADD, 2, PMC_CLI_POS_MAX},
 	{"volume remove", PMC_CLI_VOLUME_REMOVE, 1, 1},
 	{"volume list", PMC_CLI_VOLUME_LIST, 0, 0},
+	{"volume reconnect", PMC_CLI_VOLUME_RECONNECT, 1, 1},
 	{"set", PMC_CLI_SET, 2, 2},
 	{"get", PMC_CLI_GET, 1, 1},
 	{"flush", PMC_CLI_FLUSH, 0, 1},
@@ -49,9 +50,12 @@ void pmc_cli_usage(FILE *f)
 	      "                                counters and latency, per volume and total\n"
 	      "  volume add NAME DISK [KEY=VALUE...] [--replace-disk [--discard-dirty]]\n"
 	      "                                attach a disk (mode=, seq_cutoff=, ...); a known\n"
-	      "                                volume only to the disk the cache recorded\n"
+	      "                                volume only to the disk the cache recorded; DISK\n"
+	      "                                nvmf: an NVMe-oF namespace (disk.transport=,\n"
+	      "                                disk.traddr=, disk.subsysnqn=, disk.nsid=, ...)\n"
 	      "  volume remove NAME [--force]  write back, stop and detach a volume\n"
 	      "  volume list                   the volumes served\n"
+	      "  volume reconnect NAME         connect a lost NVMe-oF volume's controller now\n"
 	      "  set [-v VOLUME] KEY VALUE     change a run-time tunable or a volume's mode\n"
 	      "  get [-v VOLUME] KEY           read a configuration key\n"
 	      "  flush [VOLUME]                write back all dirty data, with progress\n"
@@ -252,7 +256,7 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 				continue;
 			if (nwords < 2)
 				return pmc_err_set(err, EINVAL,
-						   "volume: needs add, remove or list");
+						   "volume: needs add, remove, list or reconnect");
 			if (strcmp(words[1], sp + 1))
 				continue;
 			used = 2;
@@ -294,8 +298,8 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 		return 0;
 	}
 	if (!strcmp(words[0], "volume"))
-		return pmc_err_set(err, EINVAL, "volume %s: unknown; use add, remove or list",
-				   words[1]);
+		return pmc_err_set(err, EINVAL,
+				   "volume %s: unknown; use add, remove, list or reconnect", words[1]);
 	return pmc_err_set(err, EINVAL, "unknown command \"%s\" (see pmcachectl --help)",
 			   words[0]);
 }
@@ -342,6 +346,12 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 		req->cmd = PMC_CTL_SHUTDOWN;
 		req->remove_devices = a->remove_devices;
 		break;
+	case PMC_CLI_VOLUME_RECONNECT:
+		req->cmd = PMC_CTL_VOLUME_RECONNECT;
+		if (pmc_config_name_check(a->pos[0], "volume", err))
+			return -EINVAL;
+		snprintf(req->volume, sizeof(req->volume), "%s", a->pos[0]);
+		break;
 	case PMC_CLI_VOLUME_REMOVE:
 		req->cmd = PMC_CTL_VOLUME_REMOVE;
 		snprintf(req->volume, sizeof(req->volume), "%s", a->pos[0]);
@@ -356,10 +366,15 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 		if (pmc_config_name_check(a->pos[0], "volume", err))
 			return -EINVAL;
 		snprintf(v->name, sizeof(v->name), "%s", a->pos[0]);
-		if (a->pos[1][0] != '/' || strlen(a->pos[1]) > PMC_VOLUME_DISK_MAX)
-			return pmc_err_set(err, EINVAL, "%s: the disk must be an absolute path of at most %u bytes",
+		/* "nvmf": an NVMe-oF namespace, named by the disk.* options */
+		if (strcmp(a->pos[1], "nvmf") &&
+		    (a->pos[1][0] != '/' || strlen(a->pos[1]) > PMC_VOLUME_DISK_MAX))
+			return pmc_err_set(err, EINVAL,
+					   "%s: the disk must be an absolute path of at most %u "
+					   "bytes, or nvmf",
 					   a->pos[1], PMC_VOLUME_DISK_MAX);
-		snprintf(v->disk, sizeof(v->disk), "%s", a->pos[1]);
+		if (strcmp(a->pos[1], "nvmf"))
+			snprintf(v->disk, sizeof(v->disk), "%s", a->pos[1]);
 		if (a->discard_dirty && !a->replace_disk)
 			return pmc_err_set(err, EINVAL, "--discard-dirty: only with --replace-disk");
 		req->replace_disk = a->replace_disk;
@@ -378,8 +393,10 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 			if (!k || !strcmp(name, "name") || !strcmp(name, "disk"))
 				return pmc_err_set(err, EINVAL,
 						   "%s: not a volume option (mode, admit_after_misses, "
-						   "seq_cutoff, nospace, ublk_id)",
+						   "seq_cutoff, nospace, ublk_id, disk.*)",
 						   name);
+			if (!strncmp(name, "disk.", 5) && strcmp(a->pos[1], "nvmf"))
+				return pmc_err_set(err, EINVAL, "%s: only with the disk nvmf", name);
 			val.s = eq + 1;
 			/* an integer key takes a plain number */
 			if (k->type == PMC_CONFIG_T_INT) {
@@ -392,6 +409,12 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 			if (pmc_config_key_assign(k, v, &val, where, err))
 				return -EINVAL;
 		}
+		if (!strcmp(a->pos[1], "nvmf") && !pmc_config_volume_is_nvmf(v))
+			return pmc_err_set(err, EINVAL,
+					   "disk nvmf: name the namespace with disk.transport=tcp "
+					   "disk.traddr=ADDR disk.subsysnqn=NQN disk.nsid=N");
+		if (pmc_config_volume_check(v, "volume add", err))
+			return -EINVAL;
 		break;
 	}
 	case PMC_CLI_SET:

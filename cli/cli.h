@@ -44,6 +44,7 @@ enum pmc_cli_cmd {
 	PMC_CLI_DISKS,
 	PMC_CLI_VERSION,
 	PMC_CLI_HELP,
+	PMC_CLI_VOLUME_RECONNECT,
 };
 
 #define PMC_CLI_POS_MAX 16

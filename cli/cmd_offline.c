@@ -27,6 +27,7 @@
 #include "lock.h"
 #include "nvme_health.h"
 #include "nvme_info.h"
+#include "nvmf.h"
 #include "pmem.h"
 
 static int exit_of(const struct pmc_err *err)
@@ -596,7 +597,7 @@ int pmc_cmd_disks(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 {
 	struct pmc_nvme_ns *list = NULL;
 	size_t nr = 0;
-	struct json_object *arr = json_object_new_array();
+	struct json_object *arr = json_object_new_array(), *ctrls;
 	DIR *dir;
 	struct dirent *de;
 	int rc;
@@ -676,10 +677,39 @@ int pmc_cmd_disks(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	}
 	if (dir)
 		closedir(dir);
+	/* NVMe-oF controllers, beside the local NVMe */
+	{
+		struct pmc_nvmf_ctrl *fc = NULL;
+		struct pmc_err fe = {0};
+		size_t nfc = 0;
+
+		ctrls = json_object_new_array();
+		if (pmc_nvmf_list(&fc, &nfc, &fe) == 0) {
+			for (size_t i = 0; i < nfc; i++) {
+				struct json_object *o = json_object_new_object();
+
+				json_object_object_add(o, "controller",
+						       json_object_new_string(fc[i].name));
+				json_object_object_add(o, "transport",
+						       json_object_new_string(fc[i].transport));
+				json_object_object_add(o, "address",
+						       json_object_new_string(fc[i].address));
+				json_object_object_add(o, "state",
+						       json_object_new_string(fc[i].state));
+				json_object_object_add(o, "subsysnqn",
+						       json_object_new_string(fc[i].subsysnqn));
+				json_object_object_add(o, "namespaces",
+						       json_object_new_string(fc[i].namespaces));
+				json_object_array_add(ctrls, o);
+			}
+			free(fc);
+		}
+	}
 	if (ctx->a->json) {
 		struct json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "disks", arr);
+		json_object_object_add(o, "fabric_controllers", ctrls);
 		pmc_print_json(o, 0);
 		json_object_put(o);
 		return 0;
@@ -729,6 +759,34 @@ int pmc_cmd_disks(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			puts("no disks");
 		pmc_tab_free(&t);
 	}
+	if (json_object_array_length(ctrls)) {
+		static const char *const h[] = {"CONTROLLER", "TRANSPORT", "ADDRESS",
+						"STATE",      "SUBSYSTEM", "NAMESPACES"};
+		static const int r[] = {0, 0, 0, 0, 0, 0};
+		struct pmc_tab t;
+
+		pmc_tab_init(&t, 6, h, r);
+		for (size_t i = 0; i < json_object_array_length(ctrls); i++) {
+			struct json_object *o = json_object_array_get_idx(ctrls, i);
+			const char *row[6];
+
+			row[0] = json_object_get_string(json_object_object_get(o, "controller"));
+			row[1] = json_object_get_string(json_object_object_get(o, "transport"));
+			row[2] = json_object_get_string(json_object_object_get(o, "address"));
+			row[3] = json_object_get_string(json_object_object_get(o, "state"));
+			row[4] = json_object_get_string(json_object_object_get(o, "subsysnqn"));
+			row[5] = json_object_get_string(json_object_object_get(o, "namespaces"));
+			for (int k = 0; k < 6; k++)
+				if (!row[k] || !*row[k])
+					row[k] = "-";
+			pmc_tab_row(&t, row);
+		}
+		puts("");
+		puts("NVMe-oF controllers:");
+		pmc_tab_print(&t, stdout);
+		pmc_tab_free(&t);
+	}
+	json_object_put(ctrls);
 	json_object_put(arr);
 	return 0;
 }

@@ -105,6 +105,11 @@ static void print_volumes(struct json_object *vols, uint64_t block_size)
 		const char *row[10];
 		const char *id = get_str(v, "disk_id", "");
 		const char *etext = get_str(v, "error_text", "");
+		struct json_object *cv;
+		/* false while the daemon recounts after a crash: the counts are
+		 * partial then, none is shown (absent: an older daemon) */
+		int counts_valid = !json_object_object_get_ex(v, "counts_valid", &cv) ||
+				   json_object_get_boolean(cv);
 
 		pmc_fmt_bytes(get_u64(v, "size_bytes"), size, sizeof(size));
 		pmc_fmt_bytes(get_u64(v, "dirty_blocks") * block_size, dirty, sizeof(dirty));
@@ -116,8 +121,8 @@ static void print_volumes(struct json_object *vols, uint64_t block_size)
 		row[4] = get_str(v, "disk", "");
 		row[5] = *id ? id : "-";
 		row[6] = size;
-		row[7] = dirty;
-		row[8] = clean;
+		row[7] = counts_valid ? dirty : "counting";
+		row[8] = counts_valid ? clean : "counting";
 		row[9] = *etext ? etext : "-";
 		pmc_tab_row(&t, row);
 	}
@@ -126,6 +131,17 @@ static void print_volumes(struct json_object *vols, uint64_t block_size)
 	else
 		puts("no volumes");
 	pmc_tab_free(&t);
+	/* NVMe-oF disks: where each one's path is */
+	for (size_t i = 0; vols && i < json_object_array_length(vols); i++) {
+		struct json_object *v = json_object_array_get_idx(vols, i), *p;
+
+		if (!json_object_object_get_ex(v, "path", &p))
+			continue;
+		printf("%s: path %s %s %s (%s): %s, %" PRIu64 " reconnects\n",
+		       get_str(v, "name", "?"), get_str(p, "transport", "?"), get_str(p, "address", "-"),
+		       get_str(p, "controller", "-"), get_str(p, "device", "-"),
+		       get_str(p, "state", "?"), get_u64(p, "reconnects"));
+	}
 }
 
 static void print_status(struct json_object *o)
@@ -152,10 +168,13 @@ static void print_status(struct json_object *o)
 		printf("pmem        %s  uuid %s\n", get_str(o, "pmem", "?"), get_str(o, "uuid", "?"));
 		printf("capacity    %s in %" PRIu64 " blocks of %s; store granularity %s\n", cap, nb,
 		       bsz, get_str(o, "store_granularity", "?"));
-		printf("occupancy   dirty %s (%.1f%%), clean %s (%.1f%%), free %s%s\n", db,
-		       nb ? 100.0 * (double)d / (double)nb : 0.0, cb,
-		       nb ? 100.0 * (double)c / (double)nb : 0.0, fb,
-		       get_bool(o, "counts_valid") ? "" : " (recount pending)");
+		if (get_bool(o, "counts_valid"))
+			printf("occupancy   dirty %s (%.1f%%), clean %s (%.1f%%), free %s\n", db,
+			       nb ? 100.0 * (double)d / (double)nb : 0.0, cb,
+			       nb ? 100.0 * (double)c / (double)nb : 0.0, fb);
+		else /* partial counts: none shown */
+			printf("occupancy   dirty and clean blocks being counted after a crash "
+			       "(recount pending)\n");
 		printf("last start  after a %s shutdown, boot epoch %" PRIu64 "\n",
 		       !strcmp(get_str(o, "last_restart", ""), "clean") ? "clean" : "crash or kill",
 		       get_u64(o, "boot_epoch"));
@@ -358,6 +377,9 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	}
 	case PMC_CLI_VOLUME_REMOVE:
 		printf("volume %s removed\n", a->pos[0]);
+		break;
+	case PMC_CLI_VOLUME_RECONNECT:
+		printf("volume %s: reconnecting; pmcachectl status shows its path\n", a->pos[0]);
 		break;
 	case PMC_CLI_SHUTDOWN:
 		if (a->remove_devices)

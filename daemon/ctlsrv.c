@@ -263,7 +263,45 @@ static void send_err(struct conn *c, const struct pmc_ctl_id *id, int code, cons
 
 /* --- read-only commands (d->lock held) --- */
 
-static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v)
+/* dirty and clean blocks of every volume slot and their totals, one
+ * snapshot (pmc_cache_counts_snapshot): the volumes of one reply add up */
+struct counts {
+	int valid;		/* 0: partial, the recount after a crash is pending */
+	uint64_t dirty, clean;	/* totals, blocks */
+	uint64_t *vdirty, *vclean; /* [max_volumes]; NULL: not taken */
+};
+
+static void counts_take(struct pmcd *d, struct counts *k)
+{
+	struct pmc_cache_info ci;
+
+	memset(k, 0, sizeof(*k));
+	k->valid = 1;
+	if (!d->cache)
+		return;
+	pmc_cache_get_info(d->cache, &ci);
+	k->vdirty = calloc(ci.max_volumes, sizeof(*k->vdirty));
+	k->vclean = calloc(ci.max_volumes, sizeof(*k->vclean));
+	if (!k->vdirty || !k->vclean) {
+		/* out of memory: each volume's own counters, read one by one */
+		free(k->vdirty);
+		free(k->vclean);
+		k->vdirty = k->vclean = NULL;
+		k->valid = ci.counts_valid;
+		k->dirty = ci.nr_dirty;
+		k->clean = ci.nr_clean;
+		return;
+	}
+	k->valid = pmc_cache_counts_snapshot(d->cache, k->vdirty, k->vclean, &k->dirty, &k->clean);
+}
+
+static void counts_free(struct counts *k)
+{
+	free(k->vdirty);
+	free(k->vclean);
+}
+
+static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v, const struct counts *k)
 {
 	json_object *o = json_object_new_object();
 	struct pmc_vol_stats st;
@@ -275,15 +313,37 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v)
 	pmc_engine_stats(d->e, v->vol, &st);
 	snprintf(dev, sizeof(dev), "/dev/ublkb%u", v->dev ? v->dev->dev_id : 0);
 	json_object_object_add(o, "name", json_object_new_string(v->conf.name));
-	json_object_object_add(o, "disk", json_object_new_string(v->conf.disk));
+	if (pmc_config_volume_is_nvmf(&v->conf)) {
+		char label[PMC_CONFIG_NQN_MAX + PMC_CONFIG_TRADDR_MAX + 96];
+		json_object *p = json_object_new_object();
+
+		pmc_config_nvmf_label(&v->conf.nvmf, label, sizeof(label));
+		json_object_object_add(o, "disk", json_object_new_string(label));
+		json_object_object_add(
+		    p, "transport",
+		    json_object_new_string(pmc_config_transport_name(v->conf.nvmf.transport)));
+		json_object_object_add(p, "address", json_object_new_string(v->path_addr));
+		json_object_object_add(p, "controller", json_object_new_string(v->path_ctrl));
+		json_object_object_add(p, "device", json_object_new_string(v->path_dev));
+		json_object_object_add(p, "state", json_object_new_string(v->path_state));
+		json_object_object_add(p, "reconnects", json_object_new_uint64(v->path_reconnects));
+		json_object_object_add(o, "path", p);
+	} else {
+		json_object_object_add(o, "disk", json_object_new_string(v->conf.disk));
+	}
 	json_object_object_add(o, "disk_id", json_object_new_string(pmcd_volume_disk_id(d, v)));
 	json_object_object_add(o, "device", json_object_new_string(dev));
 	json_object_object_add(o, "mode", json_object_new_string(pmc_mode_name(mode)));
 	json_object_object_add(o, "draining", json_object_new_boolean(draining));
 	json_object_object_add(o, "size_bytes",
 			       json_object_new_uint64(pmc_engine_volume_size(d->e, v->vol)));
-	json_object_object_add(o, "dirty_blocks", json_object_new_uint64(st.dirty_blocks));
-	json_object_object_add(o, "clean_blocks", json_object_new_uint64(st.clean_blocks));
+	json_object_object_add(o, "dirty_blocks",
+			       json_object_new_uint64(k->vdirty ? k->vdirty[v->vol] : st.dirty_blocks));
+	json_object_object_add(o, "clean_blocks",
+			       json_object_new_uint64(k->vclean ? k->vclean[v->vol] : st.clean_blocks));
+	/* false while the counts are rebuilt after a crash: the two above are
+	 * partial then */
+	json_object_object_add(o, "counts_valid", json_object_new_boolean(k->valid));
 	json_object_object_add(o, "oldest_dirty_age_ms",
 			       json_object_new_uint64(st.oldest_dirty_age_ms));
 	json_object_object_add(o, "error", json_object_new_int(st.error));
@@ -294,13 +354,21 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v)
 	return o;
 }
 
-static json_object *volumes_json(struct pmcd *d)
+/* with tot, the snapshot's totals (for status) */
+static json_object *volumes_json(struct pmcd *d, struct counts *tot)
 {
 	json_object *vols = json_object_new_array();
+	struct counts k;
 
+	counts_take(d, &k);
 	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)
 		if (d->vols[i].used)
-			json_object_array_add(vols, volume_json(d, &d->vols[i]));
+			json_object_array_add(vols, volume_json(d, &d->vols[i], &k));
+	counts_free(&k);
+	if (tot) {
+		*tot = k;
+		tot->vdirty = tot->vclean = NULL;
+	}
 	return vols;
 }
 
@@ -308,6 +376,9 @@ static void do_status(struct conn *c, const struct pmc_ctl_req *r)
 {
 	struct pmcd *d = c->srv->d;
 	json_object *o = json_object_new_object();
+	struct counts tot;
+	/* the volumes and the totals from one snapshot: they add up */
+	json_object *vols = volumes_json(d, &tot);
 
 	json_object_object_add(o, "version", json_object_new_string(PMC_VERSION));
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
@@ -324,9 +395,9 @@ static void do_status(struct conn *c, const struct pmc_ctl_req *r)
 		json_object_object_add(o, "uuid", json_object_new_string(uuid));
 		json_object_object_add(o, "block_size", json_object_new_uint64(ci.block_size));
 		json_object_object_add(o, "nr_blocks", json_object_new_uint64(ci.nr_blocks));
-		json_object_object_add(o, "dirty_blocks", json_object_new_uint64(ci.nr_dirty));
-		json_object_object_add(o, "clean_blocks", json_object_new_uint64(ci.nr_clean));
-		json_object_object_add(o, "counts_valid", json_object_new_boolean(ci.counts_valid));
+		json_object_object_add(o, "dirty_blocks", json_object_new_uint64(tot.dirty));
+		json_object_object_add(o, "clean_blocks", json_object_new_uint64(tot.clean));
+		json_object_object_add(o, "counts_valid", json_object_new_boolean(tot.valid));
 		json_object_object_add(o, "last_restart",
 				       json_object_new_string(ci.was_clean ? "clean" : "crash"));
 		json_object_object_add(o, "boot_epoch", json_object_new_uint64(ci.boot_epoch));
@@ -334,7 +405,7 @@ static void do_status(struct conn *c, const struct pmc_ctl_req *r)
 	} else {
 		json_object_object_add(o, "pmem_unavailable", json_object_new_boolean(1));
 	}
-	json_object_object_add(o, "volumes", volumes_json(d));
+	json_object_object_add(o, "volumes", vols);
 	conn_send(c, pmc_ctl_reply_ok(id_of(r), o));
 }
 
@@ -376,7 +447,7 @@ static void do_volume_list(struct conn *c, const struct pmc_ctl_req *r)
 {
 	json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "volumes", volumes_json(c->srv->d));
+	json_object_object_add(o, "volumes", volumes_json(c->srv->d, NULL));
 	conn_send(c, pmc_ctl_reply_ok(id_of(r), o));
 }
 
@@ -641,7 +712,7 @@ static void on_job_done(struct ev_loop *loop, ev_async *w, int revents)
 			json_object *o = json_object_new_object();
 
 			pthread_mutex_lock(&d->lock);
-			json_object_object_add(o, "volumes", volumes_json(d));
+			json_object_object_add(o, "volumes", volumes_json(d, NULL));
 			pthread_mutex_unlock(&d->lock);
 			conn_send(c, pmc_ctl_reply_ok(&j->req.id, o));
 		} else {
@@ -719,7 +790,7 @@ static void start_job(struct conn *c, const struct pmc_ctl_req *r)
 static int mutating(enum pmc_ctl_cmd cmd)
 {
 	return cmd == PMC_CTL_VOLUME_ADD || cmd == PMC_CTL_VOLUME_REMOVE || cmd == PMC_CTL_SET ||
-	       cmd == PMC_CTL_FLUSH || cmd == PMC_CTL_SHUTDOWN;
+	       cmd == PMC_CTL_FLUSH || cmd == PMC_CTL_SHUTDOWN || cmd == PMC_CTL_VOLUME_RECONNECT;
 }
 
 /* is the running operation on this volume? */
@@ -766,7 +837,10 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 			pmc_log(LOG_NOTICE, "control: uid %u pid %d: %s%s%s%s%s%s", c->uid, c->pid,
 				pmc_ctl_cmd_name(r.cmd), what[0] ? " " : "", what,
 				r.cmd == PMC_CTL_VOLUME_ADD ? " disk " : "",
-				r.cmd == PMC_CTL_VOLUME_ADD ? r.add.disk : "",
+				r.cmd == PMC_CTL_VOLUME_ADD
+				    ? (pmc_config_volume_is_nvmf(&r.add) ? r.add.nvmf.subsysnqn
+									   : r.add.disk)
+				    : "",
 				r.force ? " (force)" : "");
 		if (r.cmd != PMC_CTL_VOLUME_ADD && r.cmd != PMC_CTL_SHUTDOWN &&
 		    volume_in_job(s, r.volume)) {
@@ -778,7 +852,8 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	}
 	switch (r.cmd) {
 	case PMC_CTL_VOLUME_ADD:
-		if (check_disk(c, &r) == 0)
+		/* an NVMe-oF disk has no path yet: the daemon connects what it names */
+		if (pmc_config_volume_is_nvmf(&r.add) || check_disk(c, &r) == 0)
 			start_job(c, &r);
 		return;
 	case PMC_CTL_VOLUME_REMOVE:
@@ -821,6 +896,24 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 	case PMC_CTL_GET:
 		do_get(c, &r);
 		break;
+	case PMC_CTL_VOLUME_RECONNECT: {
+		struct pmcd_volume *v = pmcd_volume_find(d, r.volume);
+
+		if (!v) {
+			snprintf(msg, sizeof(msg), "volume %s: not served", r.volume);
+			send_err(c, &r.id, ENOENT, msg);
+		} else if (!pmc_config_volume_is_nvmf(&v->conf)) {
+			snprintf(msg, sizeof(msg), "volume %s: its disk is not an NVMe-oF namespace",
+				 r.volume);
+			send_err(c, &r.id, EINVAL, msg);
+		} else {
+			v->path_retry_ns = 0;
+			v->path_backoff_ms = 0;
+			pmcd_path_kick(d);
+			conn_send(c, pmc_ctl_reply_ok(&r.id, NULL));
+		}
+		break;
+	}
 	default:
 		send_err(c, &r.id, EINVAL, "request not handled");
 		break;

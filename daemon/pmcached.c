@@ -32,6 +32,7 @@
 
 #include "ctlsrv.h"
 #include "diskid.h"
+#include "nvmf.h"
 #include "lock.h"
 #include "log.h"
 #include "pmcached.h"
@@ -173,7 +174,14 @@ static int check_edited(const char *path, const struct pmc_config *c, struct pmc
 {
 	for (unsigned i = 0; i < c->nr_volumes; i++) {
 		const char *base = strrchr(c->volumes[i].disk, '/');
+		const char *nqn = c->volumes[i].nvmf.subsysnqn;
+		size_t n = strlen(nqn), p = strlen(PMCD_DISK_PLACEHOLDER);
 
+		if (n >= p && !strcmp(nqn + n - p, PMCD_DISK_PLACEHOLDER))
+			return pmc_err_set(err, EINVAL,
+					   "edit %s: volume %s names the example NVMe-oF subsystem "
+					   "%s",
+					   path, c->volumes[i].name, nqn);
 		base = base ? base + 1 : c->volumes[i].disk;
 		if (!strcmp(base, PMCD_DISK_PLACEHOLDER))
 			return pmc_err_set(err, EINVAL,
@@ -195,6 +203,9 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	struct pmcd_volume *v = NULL;
 	struct pmcd_dev_conf dc;
 	struct pmc_disk *disk;
+	struct pmc_nvmf_path np = {0};
+	char label[PMC_CONFIG_NQN_MAX + PMC_CONFIG_TRADDR_MAX + 96];
+	const char *path;
 	int rc;
 
 	if (pmcd_volume_find(d, vc->name))
@@ -208,7 +219,18 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	if (!v)
 		return pmc_err_set(err, ENOSPC, "volume %s: the daemon serves %u volumes at most",
 				   vc->name, PMCD_MAX_VOLUMES);
-	rc = pmc_disk_open(vc->disk, 0, &disk, err);
+	path = vc->disk;
+	if (pmc_config_volume_is_nvmf(vc)) {
+		/* the namespace's block device; its identity is checked at attach */
+		rc = pmc_nvmf_connect(&vc->nvmf, vc->name, 10000, &np, err);
+		if (rc)
+			return rc;
+		path = np.dev;
+		pmc_config_nvmf_label(&vc->nvmf, label, sizeof(label));
+		pmc_log(LOG_INFO, "volume %s: %s is %s (controller %s, %s)", vc->name, label,
+			np.dev, np.ctrl, np.state);
+	}
+	rc = pmc_disk_open(path, 0, &disk, err);
 	if (rc)
 		return rc;
 	rc = pmc_engine_attach_flags(d->e, vc->name, disk, &vc->vc, flags, &v->vol, err);
@@ -242,6 +264,14 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	}
 	pthread_mutex_lock(&d->lock);
 	v->conf = *vc;
+	v->disk = disk;
+	snprintf(v->path_state, sizeof(v->path_state), "%s", np.state);
+	snprintf(v->path_ctrl, sizeof(v->path_ctrl), "%s", np.ctrl);
+	snprintf(v->path_dev, sizeof(v->path_dev), "%s", np.dev);
+	snprintf(v->path_addr, sizeof(v->path_addr), "%s", np.address);
+	v->path_reconnects = 0;
+	v->path_down = 0;
+	v->path_backoff_ms = 0;
 	v->used = 1;
 	pthread_mutex_unlock(&d->lock);
 	return 0;
@@ -300,6 +330,7 @@ int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_e
 	dev = v->dev;
 	v->dev = NULL;
 	v->used = 0;
+	v->disk = NULL;
 	pthread_mutex_unlock(&d->lock);
 	pmcd_dev_stop(dev);
 	rc = pmc_engine_detach(d->e, v->vol, !kept, err);
@@ -308,7 +339,8 @@ int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_e
 	if (kept)
 		pmc_log(LOG_WARNING, "volume %s: detached with dirty data kept in the pmem", name);
 	else
-		pmc_log(LOG_INFO, "volume %s: removed; all its data is on %s", name, v->conf.disk);
+		pmc_log(LOG_INFO, "volume %s: removed; all its data is on %s", name,
+			v->conf.disk[0] ? v->conf.disk : v->path_dev);
 	return 0;
 }
 
@@ -324,9 +356,14 @@ void pmcd_status(struct pmcd *d, char *buf, size_t len)
 		return;
 	}
 	pmc_cache_get_info(d->cache, &ci);
-	snprintf(buf, len, "%u volumes; cache %" PRIu64 " MiB, %" PRIu64 " dirty, %" PRIu64
-		 " clean blocks",
-		 n, ci.nr_blocks * ci.block_size >> 20, ci.nr_dirty, ci.nr_clean);
+	if (!ci.counts_valid) /* partial until the recount after a crash is done */
+		snprintf(buf, len, "%u volumes; cache %" PRIu64 " MiB, dirty and clean blocks "
+			 "being counted (after a crash)",
+			 n, ci.nr_blocks * ci.block_size >> 20);
+	else
+		snprintf(buf, len, "%u volumes; cache %" PRIu64 " MiB, %" PRIu64 " dirty, %" PRIu64
+			 " clean blocks",
+			 n, ci.nr_blocks * ci.block_size >> 20, ci.nr_dirty, ci.nr_clean);
 }
 
 void pmcd_shutdown(struct pmcd *d)
@@ -463,7 +500,10 @@ static void reload_diff(struct pmcd *d, struct pmc_config *nc, struct reload_rep
 				continue;
 			pmc_config_key_format(k, &v->conf, was, sizeof(was));
 			pmc_config_key_format(k, nv, now, sizeof(now));
-			if (strcmp(was, now))
+			if (strcmp(was, now) && (k->flags & PMC_CONFIG_SECRET))
+				report(r, "volume %s: %s changed (not shown); that needs a restart",
+				       nv->name, k->key);
+			else if (strcmp(was, now))
 				report(r, "volume %s: %s %s -> %s needs a restart", nv->name, k->key,
 				       was, now);
 		}
@@ -495,6 +535,9 @@ static int reload(struct pmcd *d, struct reload_report *r)
 		free(nc);
 		return -EINVAL;
 	}
+	/* the volume table under lock: the control worker may add or remove
+	 * volumes meanwhile (lock order: d->lock, then the engine's) */
+	pthread_mutex_lock(&d->lock);
 	reload_diff(d, nc, r);
 	/* the engine's write-back I/O was sized at start (as for "set") */
 	if (nc->wb.max_io_bytes > d->max_io_start) {
@@ -515,6 +558,7 @@ static int reload(struct pmcd *d, struct reload_report *r)
 		else
 			v->conf.vc = nc->volumes[i].vc;
 	}
+	pthread_mutex_unlock(&d->lock);
 	d->conf.wb = nc->wb;
 	d->conf.log_level = nc->log_level;
 	pmc_config_free(nc);
@@ -715,6 +759,9 @@ static int start(struct pmcd *d, struct pmc_err *err)
 		else
 			served++;
 	}
+	rc = pmcd_path_start(d, err);
+	if (rc)
+		return rc;
 	if (!served && c->nr_volumes)
 		return pmc_err_set(err, EIO, "no volume could be served");
 	return 0;
@@ -722,6 +769,7 @@ static int start(struct pmcd *d, struct pmc_err *err)
 
 static void stop(struct pmcd *d)
 {
+	pmcd_path_stop(d);
 	stop_devices(d);
 	pmcd_wb_stop(&d->wb);
 	pmc_engine_destroy(d->e); /* closes the disks; marks clean volumes */

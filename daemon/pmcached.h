@@ -11,6 +11,7 @@
 #include "config.h"
 #include "dev.h"
 #include "engine.h"
+#include "path.h"
 #include "state.h"
 #include "ublk.h"
 #include "wb.h"
@@ -23,6 +24,16 @@ struct pmcd_volume {
 	struct pmcd_dev *dev;
 	struct pmc_config_volume conf;
 	char disk_id[PMC_DISK_ID_MAX + 1]; /* pmcd_volume_disk_id() */
+	struct pmc_disk *disk;		   /* the engine's, while attached */
+	/* an NVMe-oF disk's path (daemon/path.c), written under d->lock */
+	char path_state[24];   /* the controller's state, "lost" (none), "wrong-disk"; "" local */
+	char path_ctrl[32];    /* "nvme3" */
+	char path_dev[64];     /* the block device the disk's fd is on */
+	char path_addr[288];   /* the controller's address */
+	uint32_t path_reconnects; /* connects by the daemon after the first */
+	int path_down;	       /* not live since the last check that was */
+	uint64_t path_retry_ns;	  /* next reconnect attempt (CLOCK_MONOTONIC) */
+	uint32_t path_backoff_ms; /* doubling to 60 s */
 };
 
 struct pmcd {
@@ -35,6 +46,7 @@ struct pmcd {
 	struct pmc_engine *e;
 	struct pmc_ublk_ctrl *ctrl;
 	struct pmcd_wb wb;
+	struct pmcd_path path;		/* path monitor of NVMe-oF volumes */
 	/* vols[]: changed by the control worker (ctlsrv.c) under lock, read by
 	 * the loop under lock; the worker reads names without it */
 	pthread_mutex_t lock;

@@ -398,6 +398,42 @@ void pmc_cache_get_info(struct pmc_cache *c, struct pmc_cache_info *info)
 	}
 }
 
+int pmc_cache_counts_snapshot(struct pmc_cache *c, uint64_t *dirty, uint64_t *clean,
+			      uint64_t *tot_dirty, uint64_t *tot_clean)
+{
+	uint64_t td = 0, tc = 0;
+	int valid;
+
+	/* every count changes under the lock of the stripe whose chain the
+	 * block is in: with all of them held, a block that moves between
+	 * volumes (evicted from one, taken by another) or between states is
+	 * seen in one place only */
+	for (uint32_t s = 0; s < c->nr_stripes; s++)
+		pthread_mutex_lock(&c->stripe[s]);
+	valid = atomic_load(&c->counts_valid);
+	for (uint32_t i = 0; i < c->max_volumes; i++) {
+		uint64_t d = 0, k = 0;
+
+		if (PMC_VOL_STATE(pmc_load64(&c->vols[i].gen_state)) == PMC_VOL_ACTIVE) {
+			d = (uint64_t)atomic_load(&c->vrt[i].nr_dirty);
+			k = (uint64_t)atomic_load(&c->vrt[i].nr_clean);
+		}
+		if (dirty)
+			dirty[i] = d;
+		if (clean)
+			clean[i] = k;
+		td += d;
+		tc += k;
+	}
+	for (uint32_t s = c->nr_stripes; s-- > 0;)
+		pthread_mutex_unlock(&c->stripe[s]);
+	if (tot_dirty)
+		*tot_dirty = td;
+	if (tot_clean)
+		*tot_clean = tc;
+	return valid;
+}
+
 /* --- volumes --- */
 
 static int vol_active(struct pmc_cache *c, uint32_t vol)

@@ -111,6 +111,17 @@ void pmc_cache_abandon(struct pmc_cache *c);
 
 void pmc_cache_get_info(struct pmc_cache *c, struct pmc_cache_info *info);
 
+/* The dirty and clean blocks of every volume slot (dirty, clean:
+ * [max_volumes] each, 0 for a free slot; any pointer may be NULL) and their
+ * totals as one snapshot: a block moving between volumes or states counts
+ * once, so the sums never pass nr_blocks (pmc_cache_get_info() and
+ * pmc_cache_volume_info() read the counters one by one and may count a
+ * moving block twice). Holds every stripe lock while it reads: for status,
+ * not for a hot path. Returns counts_valid (0: partial, a recount after a
+ * crash is pending). */
+int pmc_cache_counts_snapshot(struct pmc_cache *c, uint64_t *dirty, uint64_t *clean,
+			      uint64_t *tot_dirty, uint64_t *tot_clean);
+
 /* After a crash the dirty/clean counters are unknown; this walks the index
  * (not the data area) to recount them. Safe while I/O runs. */
 void pmc_cache_recount(struct pmc_cache *c);

@@ -43,6 +43,9 @@ static const char *const level_words[] = {"emerg",  "alert", "crit",  "err", "wa
 /* index = enum pmc_mode; test_config checks them against pmc_mode_name() */
 static const char *const mode_words[] = {"write-back", "write-through", "write-around",
 					 "pass-through", NULL};
+/* index = enum pmc_config_transport */
+static const char *const transport_words[] = {"none", "tcp", "rdma", "fc", "loop", NULL};
+static const char *const yesno_words[] = {"no", "yes", NULL};
 /* index = enum pmc_nospace */
 static const char *const nospace_words[] = {"wait", "around", NULL};
 
@@ -254,7 +257,125 @@ const struct pmc_config_key pmc_config_table[] = {
      .type = PMC_CONFIG_T_PATH,
      .flags = PMC_CONFIG_REQUIRED,
      .max = PMC_VOLUME_DISK_MAX,
-     .doc = "the backing disk (block device or file), unique"},
+     .doc = "the backing disk (block device or file), unique; or a group naming an NVMe-oF "
+	    "namespace: disk = { transport = \"tcp\"; traddr = ...; subsysnqn = ...; nsid = 1; }"},
+    {.key = "disk.transport",
+     VOL(nvmf.transport),
+     .type = PMC_CONFIG_T_WORD,
+     .def = "none",
+     .words = transport_words,
+     .doc = "NVMe-oF: the transport (required in a disk group; rdma and fc are passed to "
+	    "the kernel untested)"},
+    {.key = "disk.traddr",
+     VOL(nvmf.traddr),
+     .type = PMC_CONFIG_T_TEXT,
+     .def = "",
+     .max = PMC_CONFIG_TRADDR_MAX,
+     .doc = "NVMe-oF: the target's address (an IP address for tcp and rdma); required but "
+	    "for loop"},
+    {.key = "disk.trsvcid",
+     VOL(nvmf.trsvcid),
+     .type = PMC_CONFIG_T_TEXT,
+     .def = "",
+     .max = 31,
+     .doc = "NVMe-oF: the target's port; \"\": 4420, or 8009 with discovery"},
+    {.key = "disk.host_traddr",
+     VOL(nvmf.host_traddr),
+     .type = PMC_CONFIG_T_TEXT,
+     .def = "",
+     .max = PMC_CONFIG_TRADDR_MAX,
+     .doc = "NVMe-oF: the local address to connect from; \"\": any"},
+    {.key = "disk.host_iface",
+     VOL(nvmf.host_iface),
+     .type = PMC_CONFIG_T_TEXT,
+     .def = "",
+     .max = 63,
+     .doc = "NVMe-oF: the local interface to connect from (tcp); \"\": any"},
+    {.key = "disk.subsysnqn",
+     VOL(nvmf.subsysnqn),
+     .type = PMC_CONFIG_T_TEXT,
+     .def = "",
+     .max = PMC_CONFIG_NQN_MAX,
+     .doc = "NVMe-oF: the subsystem's NQN (required in a disk group)"},
+    {.key = "disk.nsid",
+     VOL(nvmf.nsid),
+     .type = PMC_CONFIG_T_INT,
+     .def = "0",
+     .min = 0,
+     .max = 0xfffffffeLL,
+     .doc = "NVMe-oF: the namespace id; 0: name the namespace by nguid or uuid"},
+    {.key = "disk.nguid",
+     VOL(nvmf.nguid),
+     .type = PMC_CONFIG_T_TEXT,
+     .def = "",
+     .max = 32,
+     .doc = "NVMe-oF: the namespace's NGUID, 32 hex digits; \"\": by nsid or uuid"},
+    {.key = "disk.uuid",
+     VOL(nvmf.uuid),
+     .type = PMC_CONFIG_T_TEXT,
+     .def = "",
+     .max = 36,
+     .doc = "NVMe-oF: the namespace's UUID; \"\": by nsid or nguid"},
+    {.key = "disk.hostnqn",
+     VOL(nvmf.hostnqn),
+     .type = PMC_CONFIG_T_TEXT,
+     .def = "",
+     .max = PMC_CONFIG_NQN_MAX,
+     .doc = "NVMe-oF: the host NQN to connect as; \"\": the host's (/etc/nvme/hostnqn)"},
+    {.key = "disk.hostid",
+     VOL(nvmf.hostid),
+     .type = PMC_CONFIG_T_TEXT,
+     .def = "",
+     .max = 36,
+     .doc = "NVMe-oF: the host id (a UUID); \"\": the host's (/etc/nvme/hostid)"},
+    {.key = "disk.dhchap_key",
+     VOL(nvmf.dhchap_key),
+     .type = PMC_CONFIG_T_TEXT,
+     .flags = PMC_CONFIG_SECRET,
+     .def = "",
+     .max = PMC_CONFIG_KEY_MAX,
+     .doc = "NVMe-oF: the host's DH-HMAC-CHAP secret (DHHC-1:...); \"\": none; never shown"},
+    {.key = "disk.dhchap_ctrl_key",
+     VOL(nvmf.dhchap_ctrl_key),
+     .type = PMC_CONFIG_T_TEXT,
+     .flags = PMC_CONFIG_SECRET,
+     .def = "",
+     .max = PMC_CONFIG_KEY_MAX,
+     .doc = "NVMe-oF: the controller's secret, for bidirectional authentication; \"\": "
+	    "none; never shown"},
+    {.key = "disk.discovery",
+     VOL(nvmf.discovery),
+     .type = PMC_CONFIG_T_WORD,
+     .def = "no",
+     .words = yesno_words,
+     .doc = "NVMe-oF: yes: traddr is a discovery controller, whose log page gives the "
+	    "subsystem's address"},
+    {.key = "disk.ctrl_loss_tmo",
+     VOL(nvmf.ctrl_loss_tmo),
+     .type = PMC_CONFIG_T_INT,
+     .def = "600",
+     .min = -1,
+     .max = 86400,
+     .unit = "s",
+     .doc = "NVMe-oF: how long the kernel tries to reconnect a lost controller; -1: "
+	    "forever; then pmcached retries"},
+    {.key = "disk.fast_io_fail_tmo",
+     VOL(nvmf.fast_io_fail_tmo),
+     .type = PMC_CONFIG_T_INT,
+     .def = "5",
+     .min = -1,
+     .max = 86400,
+     .unit = "s",
+     .doc = "NVMe-oF: I/O fails after this long without a path (the cache keeps serving "
+	    "hits and absorbing writes); -1: it waits for the reconnect"},
+    {.key = "disk.reconnect_delay",
+     VOL(nvmf.reconnect_delay),
+     .type = PMC_CONFIG_T_INT,
+     .def = "10",
+     .min = 1,
+     .max = 3600,
+     .unit = "s",
+     .doc = "NVMe-oF: the wait between the kernel's reconnect attempts"},
     {.key = "mode",
      VOL(vc.mode),
      .type = PMC_CONFIG_T_WORD,
@@ -300,7 +421,7 @@ const struct pmc_config_key pmc_config_table[] = {
 
 const size_t pmc_config_table_len = sizeof(pmc_config_table) / sizeof(pmc_config_table[0]);
 
-#define TABLE_MAX 32 /* keys; sizes the line arrays of a load */
+#define TABLE_MAX 64 /* keys; sizes the line arrays of a load */
 _Static_assert(sizeof(pmc_config_table) / sizeof(pmc_config_table[0]) <= TABLE_MAX,
 	       "raise TABLE_MAX");
 
@@ -333,7 +454,8 @@ static const struct pmc_config_key *key_by_field(enum pmc_config_scope scope, si
 
 static int is_string_type(enum pmc_config_type t)
 {
-	return t == PMC_CONFIG_T_PATH || t == PMC_CONFIG_T_NAME || t == PMC_CONFIG_T_GROUP;
+	return t == PMC_CONFIG_T_PATH || t == PMC_CONFIG_T_NAME || t == PMC_CONFIG_T_GROUP ||
+	       t == PMC_CONFIG_T_TEXT;
 }
 
 /* --- sizes --- */
@@ -466,6 +588,7 @@ static const char *type_want(const struct pmc_config_key *k)
 	case PMC_CONFIG_T_NAME:
 	case PMC_CONFIG_T_GROUP:
 	case PMC_CONFIG_T_WORD:
+	case PMC_CONFIG_T_TEXT:
 		return "a string";
 	case PMC_CONFIG_T_INT:
 		return "an integer";
@@ -612,6 +735,21 @@ static int parse_str(const struct pmc_config_key *k, const struct pmc_config_val
 		rc = word_check(v->s, (size_t)k->max, where, "group name", err);
 		if (rc)
 			return rc;
+		break;
+	case PMC_CONFIG_T_TEXT:
+		if (len > (size_t)k->max)
+			return pmc_err_set(err, ENAMETOOLONG,
+					   "%s: %zu bytes long, the limit is %" PRId64, where, len,
+					   k->max);
+		for (size_t i = 0; i < len; i++) {
+			unsigned char ch = (unsigned char)v->s[i];
+
+			if (ch <= 0x20 || ch >= 0x7f)
+				return pmc_err_set(err, EINVAL,
+						   "%s: has byte 0x%02x: printable ASCII without "
+						   "blanks only",
+						   where, ch);
+		}
 		break;
 	default:
 		return pmc_err_set(err, EINVAL, "%s: not a string key", where);
@@ -846,6 +984,190 @@ int pmc_config_copy(struct pmc_config *dst, const struct pmc_config *src, struct
 	return 0;
 }
 
+/* --- NVMe-oF disks --- */
+
+const char *pmc_config_transport_name(int transport)
+{
+	int nr = (int)(sizeof(transport_words) / sizeof(transport_words[0])) - 1;
+
+	if (transport < 0 || transport >= nr)
+		return "?";
+	return transport_words[transport];
+}
+
+static int is_disk_sub(const struct pmc_config_key *k)
+{
+	return k->scope == PMC_CONFIG_SCOPE_VOLUME && !strncmp(k->key, "disk.", 5);
+}
+
+static int all_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+		      (s[i] >= 'A' && s[i] <= 'F')))
+			return 0;
+	return s[n] == '\0';
+}
+
+/* 8-4-4-4-12 hex digits */
+static int is_uuid(const char *s)
+{
+	static const int dash[] = {8, 13, 18, 23};
+
+	if (strlen(s) != 36)
+		return 0;
+	for (int i = 0, d = 0; i < 36; i++) {
+		if (d < 4 && i == dash[d]) {
+			if (s[i] != '-')
+				return 0;
+			d++;
+		} else if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+			     (s[i] >= 'A' && s[i] <= 'F'))) {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+int pmc_config_volume_check(const struct pmc_config_volume *v, const char *where,
+			    struct pmc_err *err)
+{
+	const struct pmc_config_nvmf *n = &v->nvmf;
+	const char *tr = pmc_config_transport_name(n->transport);
+	char q[80];
+
+	if (!where)
+		where = "volume";
+	if (!pmc_config_volume_is_nvmf(v)) {
+		struct pmc_config_volume def;
+
+		pmc_config_volume_default(&def);
+		for (size_t i = 0; i < pmc_config_table_len; i++) {
+			const struct pmc_config_key *k = &pmc_config_table[i];
+			char a[PMC_CONFIG_KEY_MAX + 8], b[PMC_CONFIG_KEY_MAX + 8];
+
+			if (!is_disk_sub(k))
+				continue;
+			pmc_config_key_format(k, v, a, sizeof(a));
+			pmc_config_key_format(k, &def, b, sizeof(b));
+			if (strcmp(a, b))
+				return pmc_err_set(err, EINVAL,
+						   "%s: volume \"%s\" %s: only for an NVMe-oF disk "
+						   "(set disk.transport)",
+						   where, v->name, k->key);
+		}
+		return 0;
+	}
+	if (v->disk[0]) {
+		pmc_config_quote(v->disk, q, sizeof(q));
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk: both a path %s and an NVMe-oF transport",
+				   where, v->name, q);
+	}
+	if (!n->subsysnqn[0])
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.subsysnqn: missing (required for an "
+				   "NVMe-oF disk)",
+				   where, v->name);
+	if (strncmp(n->subsysnqn, "nqn.", 4)) {
+		pmc_config_quote(n->subsysnqn, q, sizeof(q));
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.subsysnqn: %s is not an NQN "
+				   "(nqn.<yyyy-mm>.<domain>:<name>)",
+				   where, v->name, q);
+	}
+	if (n->hostnqn[0] && strncmp(n->hostnqn, "nqn.", 4)) {
+		pmc_config_quote(n->hostnqn, q, sizeof(q));
+		return pmc_err_set(err, EINVAL, "%s: volume \"%s\" disk.hostnqn: %s is not an NQN",
+				   where, v->name, q);
+	}
+	if (!n->traddr[0] && n->transport != PMC_CONFIG_TR_LOOP)
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.traddr: missing (required for "
+				   "transport %s)",
+				   where, v->name, tr);
+	if (n->trsvcid[0] && (n->transport == PMC_CONFIG_TR_TCP ||
+			      n->transport == PMC_CONFIG_TR_RDMA)) {
+		char *end;
+		unsigned long port = strtoul(n->trsvcid, &end, 10);
+
+		if (*end || port < 1 || port > 65535 || n->trsvcid[0] == '0') {
+			pmc_config_quote(n->trsvcid, q, sizeof(q));
+			return pmc_err_set(err, EINVAL,
+					   "%s: volume \"%s\" disk.trsvcid: %s is not a port (1 "
+					   "to 65535)",
+					   where, v->name, q);
+		}
+	}
+	if (n->nguid[0] && (strlen(n->nguid) != 32 || !all_hex(n->nguid, 32))) {
+		pmc_config_quote(n->nguid, q, sizeof(q));
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.nguid: %s is not 32 hex digits", where,
+				   v->name, q);
+	}
+	if (n->uuid[0] && !is_uuid(n->uuid)) {
+		pmc_config_quote(n->uuid, q, sizeof(q));
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.uuid: %s is not a UUID "
+				   "(8-4-4-4-12 hex digits)",
+				   where, v->name, q);
+	}
+	if (n->hostid[0] && !is_uuid(n->hostid)) {
+		pmc_config_quote(n->hostid, q, sizeof(q));
+		return pmc_err_set(err, EINVAL, "%s: volume \"%s\" disk.hostid: %s is not a UUID",
+				   where, v->name, q);
+	}
+	if (!n->nsid && !n->nguid[0] && !n->uuid[0])
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.nsid: missing (name the namespace by "
+				   "nsid, nguid or uuid)",
+				   where, v->name);
+	if (n->dhchap_key[0] && strncmp(n->dhchap_key, "DHHC-1:", 7))
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.dhchap_key: not a DH-HMAC-CHAP secret "
+				   "(DHHC-1:...)",
+				   where, v->name);
+	if (n->dhchap_ctrl_key[0] && strncmp(n->dhchap_ctrl_key, "DHHC-1:", 7))
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.dhchap_ctrl_key: not a DH-HMAC-CHAP "
+				   "secret (DHHC-1:...)",
+				   where, v->name);
+	if (n->dhchap_ctrl_key[0] && !n->dhchap_key[0])
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.dhchap_ctrl_key: needs disk.dhchap_key",
+				   where, v->name);
+	return 0;
+}
+
+void pmc_config_nvmf_label(const struct pmc_config_nvmf *n, char *buf, size_t len)
+{
+	char ns[48];
+
+	if (n->nsid)
+		snprintf(ns, sizeof(ns), "ns%u", n->nsid);
+	else if (n->nguid[0])
+		snprintf(ns, sizeof(ns), "nguid-%s", n->nguid);
+	else
+		snprintf(ns, sizeof(ns), "uuid-%s", n->uuid);
+	snprintf(buf, len, "nvmf:%s:%s%s%s:%s:%s", pmc_config_transport_name(n->transport),
+		 n->traddr[0] ? n->traddr : "-", n->trsvcid[0] ? ":" : "", n->trsvcid,
+		 n->subsysnqn, ns);
+}
+
+/* two NVMe-oF disks that name the same namespace of the same subsystem */
+static int same_nvmf(const struct pmc_config_nvmf *a, const struct pmc_config_nvmf *b)
+{
+	if (strcmp(a->subsysnqn, b->subsysnqn))
+		return 0;
+	if (a->nsid && b->nsid)
+		return a->nsid == b->nsid;
+	if (a->nguid[0] && b->nguid[0])
+		return !strcasecmp(a->nguid, b->nguid);
+	if (a->uuid[0] && b->uuid[0])
+		return !strcasecmp(a->uuid, b->uuid);
+	return 0; /* named differently: the daemon's identity check decides */
+}
+
 /* --- rules between keys, shared by the loader and pmc_config_check --- */
 
 struct lines {
@@ -921,23 +1243,40 @@ static int volume_cross(const struct pmc_config *c, uint32_t i, const struct lin
 	const struct pmc_config_key *kd = pmc_config_key_find(PMC_CONFIG_SCOPE_VOLUME, "disk");
 	const struct pmc_config_key *ku = pmc_config_key_find(PMC_CONFIG_SCOPE_VOLUME, "ublk_id");
 	char where[WHERE_MAX], path[48], q[80];
+	int rc;
 
+	snprintf(path, sizeof(path), "volumes.[%u]", i);
+	where_fmt(where, sizeof(where), file, vol_line(ln, i, kd), path);
+	rc = pmc_config_volume_check(v, where, err);
+	if (rc)
+		return rc;
 	for (uint32_t j = 0; j < i; j++) {
 		const struct pmc_config_volume *w = &c->volumes[j];
+		int nv = pmc_config_volume_is_nvmf(v), nw = pmc_config_volume_is_nvmf(w);
 
 		if (!strcmp(v->name, w->name)) {
 			where_fmt(where, sizeof(where), file, vol_line(ln, i, kn), "volumes");
 			return pmc_err_set(err, EEXIST, "%s: two volumes named \"%s\"", where,
 					   v->name);
 		}
-		if (!strcmp(v->disk, w->disk)) {
+		if (nv && nw && same_nvmf(&v->nvmf, &w->nvmf)) {
+			char lv[160];
+
+			pmc_config_nvmf_label(&v->nvmf, lv, sizeof(lv));
+			where_fmt(where, sizeof(where), file, vol_line(ln, i, kd), "volumes");
+			return pmc_err_set(err, EEXIST,
+					   "%s: two volumes on the NVMe-oF namespace %s (\"%s\" and "
+					   "\"%s\")",
+					   where, lv, w->name, v->name);
+		}
+		if (!nv && !nw && !strcmp(v->disk, w->disk)) {
 			pmc_config_quote(v->disk, q, sizeof(q));
 			where_fmt(where, sizeof(where), file, vol_line(ln, i, kd), "volumes");
 			return pmc_err_set(err, EEXIST,
 					   "%s: two volumes on disk %s (\"%s\" and \"%s\")", where,
 					   q, w->name, v->name);
 		}
-		if (same_device(v->disk, w->disk)) {
+		if (!nv && !nw && same_device(v->disk, w->disk)) {
 			char q2[80];
 
 			pmc_config_quote(v->disk, q, sizeof(q));
@@ -955,7 +1294,8 @@ static int volume_cross(const struct pmc_config *c, uint32_t i, const struct lin
 					   where, v->ublk_id, w->name);
 		}
 	}
-	if (c->pmem_path[0] && (!strcmp(v->disk, c->pmem_path) || same_device(v->disk, c->pmem_path))) {
+	if (c->pmem_path[0] && v->disk[0] &&
+	    (!strcmp(v->disk, c->pmem_path) || same_device(v->disk, c->pmem_path))) {
 		pmc_config_quote(v->disk, q, sizeof(q));
 		snprintf(path, sizeof(path), "volumes.[%u].disk", i);
 		where_fmt(where, sizeof(where), file, vol_line(ln, i, kd), path);
@@ -1033,6 +1373,9 @@ int pmc_config_check(const struct pmc_config *c, struct pmc_err *err)
 			continue;
 		}
 		for (uint32_t j = 0; j < c->nr_volumes; j++) {
+			if (pmc_config_volume_is_nvmf(&c->volumes[j]) && !strcmp(k->key, "disk") &&
+			    !c->volumes[j].disk[0])
+				continue; /* pmc_config_volume_check's */
 			snprintf(where, sizeof(where), "volumes.[%u].%s", j, k->key);
 			rc = key_recheck(k, &c->volumes[j], where, err);
 			if (rc)
@@ -1196,6 +1539,47 @@ static int assign_setting(struct load *ld, const struct pmc_config_key *k, void 
 	return pmc_config_key_assign(k, base, &v, where, ld->err);
 }
 
+/* disk = { transport = ...; ... }: the disk.* keys of volume i */
+static int load_disk_group(struct load *ld, const config_setting_t *g, uint32_t i)
+{
+	struct pmc_config_volume *v = &ld->c->volumes[i];
+	const config_setting_t *vg = config_setting_parent(g);
+	const char *vname = NULL;
+	char path[WHERE_MAX], where[WHERE_MAX], rel[64], named[96] = "";
+	int n = config_setting_length(g), rc;
+
+	/* name the volume in messages when the file does */
+	if (vg && config_setting_lookup_string(vg, "name", &vname) == CONFIG_TRUE &&
+	    !pmc_config_name_check(vname, "", &(struct pmc_err){0}))
+		snprintf(named, sizeof(named), " (volume \"%s\")", vname);
+	for (int j = 0; j < n; j++) {
+		const config_setting_t *s = config_setting_get_elem(g, (unsigned)j);
+		const char *name = config_setting_name(s);
+		const struct pmc_config_key *k = NULL;
+		unsigned line = config_setting_source_line(s);
+
+		snprintf(rel, sizeof(rel), "disk.%s", name ? name : "?");
+		snprintf(path, sizeof(path), "volumes.[%u].%s%s", i, rel, named);
+		if (name)
+			k = pmc_config_key_find(PMC_CONFIG_SCOPE_VOLUME, rel);
+		if (!k || !is_disk_sub(k))
+			return unknown_key(ld, line, path, rel, PMC_CONFIG_SCOPE_VOLUME);
+		where_fmt(where, sizeof(where), ld->file, line, path);
+		rc = assign_setting(ld, k, v, s, where);
+		if (rc)
+			return rc;
+		ld->ln.vol[i].key[key_index(k)] = line;
+	}
+	if (!pmc_config_volume_is_nvmf(v)) {
+		snprintf(path, sizeof(path), "volumes.[%u].disk.transport%s", i, named);
+		where_fmt(where, sizeof(where), ld->file, config_setting_source_line(g), path);
+		return pmc_err_set(ld->err, EINVAL,
+				   "%s: missing (required in a disk group: tcp, rdma, fc or loop)",
+				   where);
+	}
+	return 0;
+}
+
 static int load_volume(struct load *ld, const config_setting_t *g, uint32_t i)
 {
 	struct pmc_config_volume *v = &ld->c->volumes[i];
@@ -1227,6 +1611,13 @@ static int load_volume(struct load *ld, const config_setting_t *g, uint32_t i)
 		if (!k)
 			return unknown_key(ld, line, path, name ? name : "?",
 					   PMC_CONFIG_SCOPE_VOLUME);
+		if (!strcmp(name, "disk") && config_setting_type(s) == CONFIG_TYPE_GROUP) {
+			rc = load_disk_group(ld, s, i);
+			if (rc)
+				return rc;
+			vl->key[key_index(k)] = line;
+			continue;
+		}
 		where_fmt(where, sizeof(where), ld->file, line, path);
 		rc = assign_setting(ld, k, v, s, where);
 		if (rc)
@@ -1651,6 +2042,9 @@ int pmc_config_key_describe(const struct pmc_config_key *k, char *buf, size_t le
 		       snprintf(buf, len, "1 to %" PRId64 " of A-Z a-z 0-9 . _ -%s", k->max, rt);
 	case PMC_CONFIG_T_GROUP:
 		return n + snprintf(buf, len, "a group name, or \"\"%s", rt);
+	case PMC_CONFIG_T_TEXT:
+		return n + snprintf(buf, len, "printable ASCII, at most %" PRId64 " bytes%s",
+				    k->max, rt);
 	case PMC_CONFIG_T_WORD:
 		words_fmt(k->words, all, sizeof(all));
 		return n + snprintf(buf, len, "one of %s%s", all, rt);
@@ -1721,11 +2115,32 @@ int pmc_config_write(FILE *f, const struct pmc_config *c, unsigned flags)
 		}
 		fprintf(f, "volumes = (\n");
 		for (uint32_t j = 0; j < c->nr_volumes; j++) {
+			const struct pmc_config_volume *v = &c->volumes[j];
+
 			fprintf(f, "\t{\n");
-			for (size_t m = 0; m < pmc_config_table_len; m++)
-				if (pmc_config_table[m].scope == PMC_CONFIG_SCOPE_VOLUME)
-					write_key(f, &pmc_config_table[m], &c->volumes[j], "\t\t",
-						  flags);
+			for (size_t m = 0; m < pmc_config_table_len; m++) {
+				const struct pmc_config_key *vk = &pmc_config_table[m];
+
+				if (vk->scope != PMC_CONFIG_SCOPE_VOLUME || is_disk_sub(vk))
+					continue;
+				if (strcmp(vk->key, "disk") || !pmc_config_volume_is_nvmf(v)) {
+					write_key(f, vk, v, "\t\t", flags);
+					continue;
+				}
+				/* an NVMe-oF disk: its group */
+				if (flags & PMC_CONFIG_WRITE_DOCS) {
+					char desc[256];
+
+					pmc_config_key_describe(vk, desc, sizeof(desc));
+					fprintf(f, "\t\t# %s\n\t\t# %s\n", vk->doc, desc);
+				}
+				fprintf(f, "\t\tdisk = {\n");
+				for (size_t d = 0; d < pmc_config_table_len; d++)
+					if (is_disk_sub(&pmc_config_table[d]))
+						write_key(f, &pmc_config_table[d], v, "\t\t\t",
+							  flags);
+				fprintf(f, "\t\t};\n%s", flags & PMC_CONFIG_WRITE_DOCS ? "\n" : "");
+			}
 			fprintf(f, "\t}%s\n", j + 1 < c->nr_volumes ? "," : "");
 		}
 		fprintf(f, ");\n");

@@ -56,9 +56,51 @@ enum pmc_config_format {
 	PMC_CONFIG_FORMAT_NEVER = 1,	/* refuse to start on a blank pmem */
 };
 
+/* disk.transport: an NVMe-oF disk's transport; NONE: the disk is a path */
+enum pmc_config_transport {
+	PMC_CONFIG_TR_NONE = 0,
+	PMC_CONFIG_TR_TCP = 1,
+	PMC_CONFIG_TR_RDMA = 2,
+	PMC_CONFIG_TR_FC = 3,
+	PMC_CONFIG_TR_LOOP = 4,
+};
+
+#define PMC_CONFIG_NQN_MAX 223u	 /* bytes of an NQN, without the NUL (NVMe base spec) */
+#define PMC_CONFIG_TRADDR_MAX 255u /* bytes of a transport address, without the NUL */
+#define PMC_CONFIG_KEY_MAX 255u	 /* bytes of a DH-HMAC-CHAP secret, without the NUL */
+
+/*
+ * A volume's disk given as an NVMe-oF namespace (the file's
+ * `disk = { transport = "tcp"; traddr = ...; subsysnqn = ...; nsid = 1; }`,
+ * the table's keys disk.*): the daemon connects the controller with
+ * libnvme and serves the namespace's block device. Strings are "" when
+ * unset.
+ */
+struct pmc_config_nvmf {
+	int transport;				 /* enum pmc_config_transport */
+	char traddr[PMC_CONFIG_TRADDR_MAX + 1];	 /* target address; "" only for loop */
+	char trsvcid[32];			 /* port; "": 4420 (8009 with discovery) */
+	char host_traddr[PMC_CONFIG_TRADDR_MAX + 1]; /* source address; "" any */
+	char host_iface[64];			 /* source interface (tcp); "" any */
+	char subsysnqn[PMC_CONFIG_NQN_MAX + 1];	 /* the subsystem; required */
+	uint32_t nsid;				 /* the namespace; 0: by nguid or uuid */
+	char nguid[33];				 /* 32 hex digits, or "" */
+	char uuid[37];				 /* 8-4-4-4-12 hex digits, or "" */
+	char hostnqn[PMC_CONFIG_NQN_MAX + 1];	 /* "": the host's (/etc/nvme/hostnqn) */
+	char hostid[37];			 /* "": the host's (/etc/nvme/hostid) */
+	char dhchap_key[PMC_CONFIG_KEY_MAX + 1];	 /* host secret (DHHC-1:...), "" none */
+	char dhchap_ctrl_key[PMC_CONFIG_KEY_MAX + 1]; /* controller secret, "" none */
+	int discovery;				 /* 1: traddr is a discovery controller */
+	int32_t ctrl_loss_tmo;			 /* s the kernel reconnects; -1 forever */
+	int32_t fast_io_fail_tmo;		 /* s until I/O fails while reconnecting */
+	int32_t reconnect_delay;		 /* s between the kernel's reconnects */
+};
+
 struct pmc_config_volume {
 	char name[PMC_VOLUME_NAME_MAX + 1]; /* [A-Za-z0-9._-], unique */
-	char disk[PMC_VOLUME_DISK_MAX + 1]; /* absolute path of the backing disk, unique */
+	char disk[PMC_VOLUME_DISK_MAX + 1]; /* absolute path of the backing disk, unique;
+					       "" for an NVMe-oF disk (nvmf) */
+	struct pmc_config_nvmf nvmf;	    /* disk.*: transport NONE unless NVMe-oF */
 	struct pmc_volume_conf vc;	    /* mode, admit_after_misses, seq_cutoff, nospace */
 	int32_t ublk_id;		    /* -1: any free id; else 0..1023, unique */
 };
@@ -90,6 +132,7 @@ enum pmc_config_type {
 	PMC_CONFIG_T_INT,   /* integer in min..max; stored in size bytes (signed if min < 0) */
 	PMC_CONFIG_T_SIZE,  /* bytes, integer or "512K"; min..max, multiple of align */
 	PMC_CONFIG_T_LIST,  /* the list of volume groups, min..max of them */
+	PMC_CONFIG_T_TEXT,  /* printable ASCII without blanks, at most max bytes; char[size] */
 };
 
 enum pmc_config_scope {
@@ -99,6 +142,8 @@ enum pmc_config_scope {
 
 #define PMC_CONFIG_REQUIRED (1u << 0) /* no default: the file must set it */
 #define PMC_CONFIG_RUNTIME (1u << 1)  /* may be changed at run time (ctl "set") */
+#define PMC_CONFIG_SECRET (1u << 2)   /* never shown by get, status or logs (a written
+					 config keeps it: the file is root's) */
 
 struct pmc_config_key {
 	const char *key; /* dotted path; a volume's keys are relative ("mode") */
@@ -181,6 +226,29 @@ int pmc_config_key_format(const struct pmc_config_key *k, const void *base, char
 int pmc_config_key_describe(const struct pmc_config_key *k, char *buf, size_t len);
 /* the base of k's scope: c itself, or volume vol of c (vol < nr_volumes) */
 void *pmc_config_key_base(const struct pmc_config_key *k, struct pmc_config *c, uint32_t vol);
+
+/* Is the volume's disk an NVMe-oF namespace (disk.transport set)? */
+static inline int pmc_config_volume_is_nvmf(const struct pmc_config_volume *v)
+{
+	return v->nvmf.transport != PMC_CONFIG_TR_NONE;
+}
+
+/*
+ * The rules of a volume's disk: a path, or an NVMe-oF namespace with its
+ * transport, its address (but for loop), its subsystem NQN and an nsid,
+ * NGUID or UUID; the disk.* keys only with a transport. where prefixes the
+ * message, which names the volume and the field: "<where>: volume "net"
+ * disk.traddr: missing (required for transport tcp)".
+ */
+int pmc_config_volume_check(const struct pmc_config_volume *v, const char *where,
+			    struct pmc_err *err);
+
+/* "nvmf:tcp:10.0.0.2:4420:nqn.2014-08.org.example:disk1:ns1" (nsid, else
+ * nguid-..., uuid-...), bounded by len: for messages and status */
+void pmc_config_nvmf_label(const struct pmc_config_nvmf *n, char *buf, size_t len);
+
+/* "tcp", "rdma", "fc", "loop"; "none" */
+const char *pmc_config_transport_name(int transport);
 
 /* A volume name: 1 to 63 of A-Z a-z 0-9 . _ -, not starting with '-',
  * not "." or "..". what names it in the message. */

@@ -35,6 +35,7 @@ static const char *const cmd_names[PMC_CTL_CMD_NR] = {
     [PMC_CTL_GET] = "get",
     [PMC_CTL_FLUSH] = "flush",
     [PMC_CTL_SHUTDOWN] = "shutdown",
+    [PMC_CTL_VOLUME_RECONNECT] = "volume-reconnect",
 };
 
 /* fields each command takes besides "cmd" and "id" ("volume-add" takes the
@@ -46,6 +47,7 @@ static const char *const cmd_fields[PMC_CTL_CMD_NR][4] = {
     [PMC_CTL_GET] = {"volume", "key"},
     [PMC_CTL_FLUSH] = {"volume"},
     [PMC_CTL_SHUTDOWN] = {"remove_devices"},
+    [PMC_CTL_VOLUME_RECONNECT] = {"name"},
 };
 
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -406,6 +408,10 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 		if (json_object_object_get_ex(o, "volume", &j))
 			return volume_field(j, cmd, "volume", r->volume, err);
 		return 0;
+	case PMC_CTL_VOLUME_RECONNECT:
+		if (!json_object_object_get_ex(o, "name", &j))
+			return pmc_err_set(err, EINVAL, "%s: missing \"name\"", cmd);
+		return volume_field(j, cmd, "name", r->volume, err);
 	case PMC_CTL_VOLUME_REMOVE:
 		if (!json_object_object_get_ex(o, "name", &j))
 			return pmc_err_set(err, EINVAL, "%s: missing \"name\"", cmd);
@@ -424,8 +430,12 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 		pmc_config_volume_default(&r->add);
 		if (!json_object_object_get_ex(o, "name", &j))
 			return pmc_err_set(err, EINVAL, "%s: missing \"name\"", cmd);
-		if (!json_object_object_get_ex(o, "disk", &j))
-			return pmc_err_set(err, EINVAL, "%s: missing \"disk\"", cmd);
+		if (!json_object_object_get_ex(o, "disk", &j) &&
+		    !json_object_object_get_ex(o, "disk.transport", &j))
+			return pmc_err_set(err, EINVAL,
+					   "%s: missing \"disk\" (or \"disk.transport\" and the "
+					   "other disk.* of an NVMe-oF namespace)",
+					   cmd);
 		json_object_object_foreach(o, key, jv)
 		{
 			const struct pmc_config_key *k =
@@ -450,7 +460,7 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 		}
 		if (r->discard_dirty && !r->replace_disk)
 			return pmc_err_set(err, EINVAL, "%s: discard_dirty needs replace_disk", cmd);
-		return 0;
+		return pmc_config_volume_check(&r->add, cmd, err);
 	case PMC_CTL_SET:
 	case PMC_CTL_GET:
 		if (json_object_object_get_ex(o, "volume", &j)) {
@@ -590,6 +600,8 @@ static int encode_fields(struct json_object *o, const struct pmc_ctl_req *r)
 		if (!rc && r->cmd == PMC_CTL_SET)
 			rc = add(o, "value", jnum(r->key, r->value));
 		return rc;
+	case PMC_CTL_VOLUME_RECONNECT:
+		return add(o, "name", json_object_new_string(r->volume));
 	case PMC_CTL_VOLUME_REMOVE:
 		rc = add(o, "name", json_object_new_string(r->volume));
 		if (!rc && r->force)
@@ -607,9 +619,14 @@ static int encode_fields(struct json_object *o, const struct pmc_ctl_req *r)
 			if (k->scope != PMC_CONFIG_SCOPE_VOLUME)
 				continue;
 			if (k->type == PMC_CONFIG_T_PATH || k->type == PMC_CONFIG_T_NAME ||
-			    k->type == PMC_CONFIG_T_GROUP) {
+			    k->type == PMC_CONFIG_T_GROUP || k->type == PMC_CONFIG_T_TEXT) {
 				if (!memchr(s, '\0', k->size))
 					return -EINVAL;
+				/* unset strings (and an NVMe-oF volume's "disk") are left out */
+				if (!s[0] && !(k->flags & PMC_CONFIG_REQUIRED))
+					continue;
+				if (!s[0] && pmc_config_volume_is_nvmf(&r->add))
+					continue;
 				rc = add(o, k->key, json_object_new_string(s));
 				continue;
 			}
@@ -752,8 +769,10 @@ char *pmc_ctl_reply_value(const struct pmc_ctl_id *id, const char *volume,
 		rc = add(o, "key", json_object_new_string(k->key));
 	if (!rc && volume)
 		rc = add(o, "volume", json_object_new_string(volume));
-	if (k->type == PMC_CONFIG_T_PATH || k->type == PMC_CONFIG_T_NAME ||
-	    k->type == PMC_CONFIG_T_GROUP)
+	if ((k->flags & PMC_CONFIG_SECRET) && ((const char *)base + k->off)[0])
+		v = json_object_new_string("(set, not shown)");
+	else if (k->type == PMC_CONFIG_T_PATH || k->type == PMC_CONFIG_T_NAME ||
+		 k->type == PMC_CONFIG_T_GROUP || k->type == PMC_CONFIG_T_TEXT)
 		v = json_object_new_string_len((const char *)base + k->off,
 					       (int)strnlen((const char *)base + k->off, k->size));
 	else

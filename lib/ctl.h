@@ -49,8 +49,11 @@
  *       keys of the config, with the same types, ranges and defaults. The
  *       disk must be a block device whose name under /dev matches
  *       control.allowed_disks (the volume records that name); it is opened
- *       O_EXCL. Callers other than root are told only that a disk is not
- *       one they may add, never why. A volume the cache knows attaches only
+ *       O_EXCL. An NVMe-oF namespace comes as "disk.transport" and the
+ *       other disk.* keys instead of "disk" (the config's disk group): the
+ *       daemon connects its controller (control.allowed_disks does not
+ *       apply) and opens the namespace's block device. Callers other than
+ *       root are told only that a disk is not one they may add, never why. A volume the cache knows attaches only
  *       to the disk whose identity it recorded; replace_disk records the
  *       new disk's identity instead and drops the volume's cached blocks
  *       (refused while it has dirty ones, unless discard_dirty, which needs
@@ -61,6 +64,11 @@
  *       or not). With force, a volume whose disk fails write-back is
  *       detached anyway; its dirty data stays in the pmem until the volume
  *       is added again.
+ *   {"cmd":"volume-reconnect","name":S}
+ *       An NVMe-oF volume: connect its controller again now if it is lost
+ *       (the daemon otherwise retries with a back-off up to 60 s); the
+ *       reply comes at once, status shows the path. EINVAL for a volume
+ *       whose disk is a path.
  *   {"cmd":"volume-list"}
  *       The volumes, as in status.
  *   {"cmd":"set","volume":S?,"key":S,"value":N|S}
@@ -115,12 +123,21 @@
  *       "block_size":N?,"nr_blocks":N?,"dirty_blocks":N?,"clean_blocks":N?,
  *       "counts_valid":B?,"last_restart":S?,"boot_epoch":N?,
  *       "store_granularity":S?,"pmem_unavailable":B?,"volumes":[VOLUME]}
- *   @VOLUME {"name":S,"disk":S,"disk_id":S,"device":S,"mode":S,"draining":B,
- *       "size_bytes":N,"dirty_blocks":N,"clean_blocks":N,
+ *   @VOLUME {"name":S,"disk":S,"path":PATH?,"disk_id":S,"device":S,"mode":S,
+ *       "draining":B,"size_bytes":N,"dirty_blocks":N,"clean_blocks":N,
+ *       "counts_valid":B,
  *       "oldest_dirty_age_ms":N,"error":N,"error_text":S,"recovered":B}
+ *   @PATH {"transport":S,"address":S,"controller":S,"device":S,"state":S,
+ *       "reconnects":N}
+ *       (an NVMe-oF disk: "disk" is its label, nvmf:<transport>:<traddr>:
+ *       <trsvcid>:<subsysnqn>:ns<nsid>; state is the controller's - live,
+ *       connecting, resetting... - or "lost" (no controller: the daemon
+ *       reconnects it) or "wrong-disk" (the namespace now there has another
+ *       identity than the one recorded: not used))
  *   @stats {"ok":true,"total":O,"volumes":[O]}
  *   @volume-add {"ok":true,"volumes":[VOLUME]}
  *   @volume-remove {"ok":true}
+ *   @volume-reconnect {"ok":true}
  *   @volume-list {"ok":true,"volumes":[VOLUME]}
  *   @set {"ok":true}
  *   @get {"ok":true,"key":S,"volume":S?,"value":I|S}
@@ -155,6 +172,7 @@ enum pmc_ctl_cmd {
 	PMC_CTL_GET,
 	PMC_CTL_FLUSH,
 	PMC_CTL_SHUTDOWN,
+	PMC_CTL_VOLUME_RECONNECT,
 	PMC_CTL_CMD_NR,
 };
 
@@ -177,7 +195,8 @@ struct pmc_ctl_id {
 struct pmc_ctl_req {
 	enum pmc_ctl_cmd cmd;
 	struct pmc_ctl_id id;
-	/* stats, set, get, flush: "volume"; volume-remove: "name"; "" if absent */
+	/* stats, set, get, flush: "volume"; volume-remove, volume-reconnect: "name";
+	 * "" if absent */
 	char volume[PMC_VOLUME_NAME_MAX + 1];
 	/* volume-add: name, disk and options, the absent ones at their defaults */
 	struct pmc_config_volume add;

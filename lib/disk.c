@@ -25,6 +25,13 @@ const struct pmc_disk_ops pmc_disk_default_ops = {
 	.submit = default_submit,
 };
 
+int pmc_disk_sync(struct pmc_disk *d)
+{
+	if (d->ops && d->ops->sync)
+		return d->ops->sync(d);
+	return fdatasync(d->fd) ? -errno : 0;
+}
+
 static int blkdev_can_discard(dev_t rdev)
 {
 	char p[128];

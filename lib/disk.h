@@ -25,6 +25,10 @@ struct pmc_disk_ops {
 	 * reads it from the device. Tests that recover onto a copy of a disk
 	 * image say that it stands for the original. Called at attach. */
 	int (*identify)(struct pmc_disk *d, struct pmc_disk_id *id, struct pmc_err *err);
+	/* optional: make every completed write durable now, synchronously and
+	 * outside any ring (the engine's syncs at shutdown and when a volume
+	 * stops being volatile); 0 or -errno; the default is fdatasync */
+	int (*sync)(struct pmc_disk *d);
 };
 
 struct pmc_disk {
@@ -49,5 +53,7 @@ extern const struct pmc_disk_ops pmc_disk_default_ops;
 int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 		  struct pmc_err *err);
 void pmc_disk_close(struct pmc_disk *d);
+/* ops->sync, or fdatasync: 0 or -errno */
+int pmc_disk_sync(struct pmc_disk *d);
 
 #endif

@@ -187,10 +187,14 @@ void pmc_engine_destroy(struct pmc_engine *e)
 
 			/* plain writes not yet synced: a clean stop leaves none,
 			 * so the next attach may admit fills at once */
+			int rc = 0;
+
 			if (atomic_load(&v->wr_synced) < atomic_load(&v->wr_done) &&
-			    atomic_load(&v->wr_done) > WR_GEN_FRESH && fdatasync(v->disk->fd))
+			    atomic_load(&v->wr_done) > WR_GEN_FRESH)
+				rc = pmc_disk_sync(v->disk);
+			if (rc)
 				pmc_log(LOG_ERR, "volume %s: disk %s: sync at shutdown failed: %s",
-					v->name, v->disk->path, strerror(errno));
+					v->name, v->disk->path, strerror(-rc));
 			pmc_disk_close(e->vols[i].disk);
 			if (e->c)
 				pmc_cache_volume_put(e->c, i);
@@ -620,6 +624,7 @@ void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_ca
 {
 	struct pmc_evol *v = pmc_eng_evol(e, vol);
 	uint64_t gen;
+	int rc;
 
 	if (!v)
 		return;
@@ -630,11 +635,12 @@ void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_ca
 	 * sync what earlier plain writes (of this process or the last) left
 	 * in the disk's volatile cache, so that fills may be admitted */
 	gen = atomic_load(&v->wr_done);
-	if (fdatasync(v->disk->fd) == 0)
+	rc = pmc_disk_sync(v->disk);
+	if (rc == 0)
 		pmc_eng_synced_advance(v, gen);
 	else
 		pmc_log(LOG_ERR, "volume %s: disk %s: sync failed: %s; read misses stay uncached "
-			"until a flush succeeds", v->name, v->disk->path, strerror(errno));
+			"until a flush succeeds", v->name, v->disk->path, strerror(-rc));
 }
 
 int pmc_engine_volume_error(struct pmc_engine *e, uint32_t vol)

@@ -54,7 +54,11 @@ struct pmc_evol {
 	atomic_int error;	/* sticky first disk error, positive errno */
 	atomic_uint_fast64_t retry_at_ns;
 	atomic_uint backoff_ms;
-	atomic_uint fail_streak; /* write-back failures in a row */
+	atomic_uint fail_streak; /* failed write-back rounds in a row */
+	/* failure round of write-back (wb_lock): raised by the first failure
+	 * (of a write or a sync) of a retry; the other writes of that retry
+	 * fail without growing the back-off */
+	uint32_t wb_fail_round;
 	/* flush generations (ORDERING.md): plain disk writes and discards
 	 * completed, and the value of wr_done when the newest finished sync
 	 * was issued; wr_synced < wr_done: not known durable */
@@ -104,6 +108,7 @@ struct wb_round {
 	unsigned writes;	/* writes in flight */
 	struct wb_io *done;	/* writes completed without error */
 	uint64_t gen;		/* the volume's wr_done when the sync was issued */
+	uint32_t fail_round;	/* the volume's wb_fail_round when the round began */
 	struct wb_round *next;	/* free list */
 };
 
@@ -149,6 +154,7 @@ struct pmc_engine {
 	int wb_force;
 	uint64_t *wb_oldest;	/* [max_volumes] oldest birth in the current sweep */
 	uint64_t wb_swept;	/* descriptors swept in the current pass */
+	uint32_t wb_first_vol;	/* the next step serves this volume (or the next one) first */
 	struct wb_item *items;	/* [WB_BATCH] */
 	struct wb_io *wb_free;
 	struct wb_round *wb_round_free;

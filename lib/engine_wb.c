@@ -17,18 +17,22 @@
  * the high watermark until below the low one, otherwise those older than
  * max_age or of a draining volume), sorts them by (volume, LBA) and merges
  * neighbours (also looked up beyond the sweep) into writes of up to
- * max_io_bytes from pinned pmem blocks (no bounce buffer). A step stopped
- * by the in-flight limit moves the map cursor back to the first candidate
- * it did not take.
+ * max_io_bytes from pinned pmem blocks (no bounce buffer); the volumes
+ * take turns at coming first (items_order), so the in-flight limit does
+ * not always go to the lowest-numbered ones. A step stopped by the
+ * in-flight limit moves the map cursor back to the first candidate it did
+ * not take.
  *
  * Durability (lib/ORDERING.md): the writes one step starts for a volume are
  * a round. They are plain writes (no RWF_DSYNC); once every write of the
  * round completed, one sync (PMC_IO_FSYNC: fdatasync through the disk's
  * ops) is issued, and only when it succeeded are the blocks of the writes
  * that succeeded marked clean (pmc_cache_mark_clean_n: one persist barrier
- * per batch of 64 blocks), as dm-writecache does. A failed write leaves its blocks
- * dirty; a failed sync leaves every block of the round dirty. Either sets
- * the volume's sticky error and backs the volume off (doubling up to 60 s).
+ * per batch of 64 blocks), as dm-writecache does. A failed write leaves
+ * its blocks dirty; a failed sync leaves every block of the round dirty. Either sets
+ * the volume's sticky error and backs the volume off (doubling once per
+ * failed retry however many of its writes fail, up to 60 s; a flush
+ * starts the back-off over).
  * A write stays in the in-flight list, pinned, until its round's sync
  * completed and its blocks were marked clean: foreground disk writes of
  * those blocks wait for that.
@@ -78,6 +82,7 @@ static struct wb_round *round_get(struct pmc_engine *e, struct pmc_queue *q, uin
 	r->e = e;
 	r->q = q;
 	r->vol = vol;
+	r->fail_round = e->vols[vol].wb_fail_round;
 	return r;
 }
 
@@ -95,19 +100,25 @@ static void wb_release(struct pmc_engine *e, struct wb_io *w)
 	e->wb_free = w;
 }
 
-/* a write or sync of vol failed: sticky error, back-off; wb_lock held */
-static void wb_failed(struct pmc_engine *e, struct pmc_vol_stats *st, uint32_t vol, int res,
+/* a write or sync of r's volume failed: sticky error, back-off; wb_lock held */
+static void wb_failed(struct pmc_engine *e, struct pmc_vol_stats *st, struct wb_round *r, int res,
 		      const char *what)
 {
-	struct pmc_evol *v = &e->vols[vol];
-	unsigned b = atomic_load(&v->backoff_ms);
+	struct pmc_evol *v = &e->vols[r->vol];
 
-	atomic_fetch_add(&v->fail_streak, 1);
 	STAT_ADD(st, wb_errors, 1);
-	pmc_eng_volume_failed(e, vol, res, what);
-	b = b ? (b * 2 > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : b * 2) : e->wb.retry_ms;
-	atomic_store(&v->backoff_ms, b);
-	atomic_store(&v->retry_at_ns, pmc_mono_ns() + (uint64_t)b * 1000000ull);
+	pmc_eng_volume_failed(e, r->vol, res, what);
+	/* one failed retry, however many of its writes (and syncs) fail: the
+	 * back-off doubles once per retry, not once per write */
+	if (r->fail_round == v->wb_fail_round) {
+		unsigned b = atomic_load(&v->backoff_ms);
+
+		v->wb_fail_round++;
+		atomic_fetch_add(&v->fail_streak, 1);
+		b = b ? (b * 2 > WB_BACKOFF_MAX_MS ? WB_BACKOFF_MAX_MS : b * 2) : e->wb.retry_ms;
+		atomic_store(&v->backoff_ms, b);
+		atomic_store(&v->retry_at_ns, pmc_mono_ns() + (uint64_t)b * 1000000ull);
+	}
 }
 
 /*
@@ -168,7 +179,7 @@ static void round_synced(struct pmc_io *io, int res)
 		atomic_store(&v->backoff_ms, 0);
 		atomic_store(&v->fail_streak, 0);
 	} else {
-		wb_failed(e, st, r->vol, res, "write-back sync");
+		wb_failed(e, st, r, res, "write-back sync");
 	}
 	r->next = e->wb_round_free;
 	e->wb_round_free = r;
@@ -221,7 +232,7 @@ static void wb_done(struct pmc_io *io, int res)
 		/* poisoned source (res > 0): nothing marked clean, the rest is
 		 * written back again; no disk error, no back-off */
 		if (res < 0)
-			wb_failed(e, st, w->vol, res, "write-back");
+			wb_failed(e, st, r, res, "write-back");
 		pmc_eng_stat_lat(w->q, st, PMC_LAT_WRITEBACK, w->start_ns);
 		wb_release(e, w);
 	}
@@ -239,6 +250,39 @@ static int item_cmp(const void *a, const void *b)
 	if (x->vol != y->vol)
 		return x->vol < y->vol ? -1 : 1;
 	return x->lba < y->lba ? -1 : x->lba > y->lba;
+}
+
+static void items_reverse(struct wb_item *it, unsigned lo, unsigned hi)
+{
+	while (lo + 1 < hi) {
+		struct wb_item t = it[lo];
+
+		it[lo++] = it[--hi];
+		it[hi] = t;
+	}
+}
+
+/*
+ * Sort the swept items by volume and block, starting at volume first
+ * (wrapping around), so that the in-flight limit does not always go to the
+ * lowest-numbered volumes: with a busy limit of a few writes, a volume
+ * whose neighbours below kept writing would otherwise never be served.
+ * Returns the volume to start at next time: the one after this step's first.
+ */
+static uint32_t items_order(struct wb_item *it, unsigned n, uint32_t first)
+{
+	unsigned k = 0;
+
+	qsort(it, n, sizeof(*it), item_cmp);
+	while (k < n && it[k].vol < first)
+		k++;
+	if (k == n)
+		k = 0;
+	/* rotate left by k, keeping the order within each part */
+	items_reverse(it, 0, k);
+	items_reverse(it, k, n);
+	items_reverse(it, 0, n);
+	return n ? it[0].vol + 1 : first;
 }
 
 /* pin blk if it is still the live dirty copy of (vol, lba) */
@@ -455,12 +499,14 @@ static void wb_finish_drains(struct pmc_engine *e)
 		struct pmc_evol *v = &e->vols[i];
 		struct pmc_volume_info vi;
 
-		if (!v->disk || !atomic_load(&v->draining))
+		/* draining is set only on an attached volume; v->disk itself is
+		 * read under e->lock, where attach and detach change it */
+		if (!atomic_load(&v->draining))
 			continue;
 		if (pmc_cache_volume_info(e->c, i, &vi) || !vi.counts_valid || vi.nr_dirty)
 			continue;
 		pthread_mutex_lock(&e->lock);
-		if (atomic_load(&v->draining)) {
+		if (v->disk && atomic_load(&v->draining)) {
 			atomic_store(&v->mode, atomic_load(&v->target));
 			atomic_store(&v->draining, 0);
 			pmc_log(LOG_INFO, "volume %s: now in %s mode", e->vols[i].name,
@@ -509,7 +555,7 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 		return 0;
 	}
 	n = wb_sweep(e, now, wb.max_age_ms * 1000000ull, WB_BATCH);
-	qsort(e->items, n, sizeof(*e->items), item_cmp);
+	e->wb_first_vol = items_order(e->items, n, e->wb_first_vol);
 	/* writes waiting for their sync hold pins and wb_io: at most as many
 	 * again as may be in flight */
 	for (i = 0; i < n && e->wb_inflight < limit && e->wb_inflight + e->wb_held < 2 * limit;) {
@@ -595,6 +641,15 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 	pthread_mutex_lock(&e->wb_lock);
 	e->wb_force = 1;
 	e->wb_force_vol = vol;
+	/* a failing volume is tried again now, its back-off from the start:
+	 * a flush (or a volume removal) after the disk healed does not wait
+	 * out a back-off of up to a minute, and one that keeps failing gives
+	 * up after three short rounds */
+	for (uint32_t i = 0; i < e->nvols; i++)
+		if (vol == UINT32_MAX || vol == i) {
+			atomic_store(&e->vols[i].backoff_ms, 0);
+			atomic_store(&e->vols[i].retry_at_ns, 0);
+		}
 	pthread_mutex_unlock(&e->wb_lock);
 	for (;;) {
 		struct pmc_cache_info ci;

@@ -85,8 +85,36 @@ int main(void)
 	T_OK(P("volume", "add", "v1", "dev/x"));
 	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "absolute");
 	T_ERR(P("volume", "add", "v1"), EINVAL, "expects 2 to");
-	T_ERR(P("volume"), EINVAL, "add, remove or list");
-	T_ERR(P("volume", "rename"), EINVAL, "add, remove or list");
+	T_ERR(P("volume"), EINVAL, "add, remove, list or reconnect");
+	T_ERR(P("volume", "rename"), EINVAL, "add, remove, list or reconnect");
+
+	/* an NVMe-oF namespace: DISK nvmf and the disk.* keys */
+	T_OK(P("volume", "add", "net", "nvmf", "disk.transport=tcp", "disk.traddr=10.0.0.2",
+	       "disk.subsysnqn=nqn.2014-08.org.example:d", "disk.nsid=3", "disk.ctrl_loss_tmo=-1"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_TRUE(pmc_config_volume_is_nvmf(&req.add) && !req.add.disk[0]);
+	T_EQ(req.add.nvmf.nsid, 3u);
+	T_EQ(req.add.nvmf.ctrl_loss_tmo, -1);
+	{
+		char *line = pmc_ctl_encode_req(&req);
+
+		T_TRUE(line && strstr(line, "\"disk.traddr\":\"10.0.0.2\"") &&
+		       !strstr(line, "\"disk\":"));
+		printf("ok: %s", line);
+		free(line);
+	}
+	T_OK(P("volume", "add", "net", "nvmf", "disk.transport=tcp",
+	       "disk.subsysnqn=nqn.2014-08.x:d", "disk.nsid=1"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL,
+	      "volume add: volume \"net\" disk.traddr: missing (required for transport tcp)");
+	T_OK(P("volume", "add", "net", "nvmf"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "disk nvmf: name the namespace");
+	T_OK(P("volume", "add", "net", "/dev/x", "disk.traddr=10.0.0.2"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "disk.traddr: only with the disk nvmf");
+	T_OK(P("volume", "reconnect", "net"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_TRUE(req.cmd == PMC_CTL_VOLUME_RECONNECT && !strcmp(req.volume, "net"));
+	T_ERR(P("volume", "reconnect"), EINVAL, "expects 1");
 
 	T_OK(P("volume", "remove", "v1", "--force"));
 	T_OK(pmc_cli_build_req(&a, &req, &err));

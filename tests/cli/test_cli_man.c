@@ -41,7 +41,7 @@ static void roffify(const char *s, char *out, size_t len)
 int main(int argc, char **argv)
 {
 	static const char *const cmds[] = {"status", "stats", "volume add", "volume remove",
-					   "volume list", "set", "get", "flush", "shutdown", "check",
+					   "volume list", "volume reconnect", "set", "get", "flush", "shutdown", "check",
 					   "format", "dump", "disks", "version"};
 	char *conf, *ctl, *help, cmd[512], pat[256];
 	FILE *p;

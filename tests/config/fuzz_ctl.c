@@ -111,9 +111,15 @@ static int req_equal(const struct pmc_ctl_req *a, const struct pmc_ctl_req *b)
 	for (size_t i = 0; i < pmc_config_table_len; i++) {
 		const struct pmc_config_key *k = &pmc_config_table[i];
 
-		if (k->scope == PMC_CONFIG_SCOPE_VOLUME && k->type != PMC_CONFIG_T_NAME &&
-		    k->type != PMC_CONFIG_T_PATH &&
-		    pmc_config_key_load(k, &a->add) != pmc_config_key_load(k, &b->add))
+		if (k->scope != PMC_CONFIG_SCOPE_VOLUME || k->type == PMC_CONFIG_T_NAME ||
+		    k->type == PMC_CONFIG_T_PATH)
+			continue;
+		if (k->type == PMC_CONFIG_T_TEXT) {
+			if (strcmp((const char *)&a->add + k->off, (const char *)&b->add + k->off))
+				return 0;
+			continue;
+		}
+		if (pmc_config_key_load(k, &a->add) != pmc_config_key_load(k, &b->add))
 			return 0;
 	}
 	return 1;

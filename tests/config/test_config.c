@@ -65,15 +65,16 @@ static void test_table(void)
 	struct pmc_volume_conf vc;
 	int lists = 0;
 
-	T_TRUE(pmc_config_table_len <= 32);
+	T_TRUE(pmc_config_table_len <= 64);
 	for (size_t i = 0; i < pmc_config_table_len; i++) {
 		const struct pmc_config_key *k = &pmc_config_table[i];
 		const char *dot = strchr(k->key, '.');
 
 		T_TRUE(k->doc && k->doc[0] && !strchr(k->doc, '\n'));
-		/* one level of groups; volume keys have none */
+		/* one level of groups; volume keys have none but disk.* (NVMe-oF) */
 		if (dot)
-			T_TRUE(!strchr(dot + 1, '.') && k->scope == PMC_CONFIG_SCOPE_TOP);
+			T_TRUE(!strchr(dot + 1, '.') &&
+			       (k->scope == PMC_CONFIG_SCOPE_TOP || !strncmp(k->key, "disk.", 5)));
 		T_TRUE(pmc_config_key_find(k->scope, k->key) == k); /* unique */
 		if (k->flags & PMC_CONFIG_REQUIRED)
 			T_TRUE(k->def == NULL);
@@ -836,6 +837,136 @@ static void test_many(void)
 	printf("ok: many volumes\n");
 }
 
+/* a volume whose disk is an NVMe-oF namespace: disk = { ... } */
+#define NVMF_VOL(extra)                                                                            \
+	PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = "             \
+	     "\"10.0.0.2\"; subsysnqn = \"nqn.2014-08.org.example:disk1\"; nsid = 1; " extra     \
+	     " }; } );\n"
+
+static void test_nvmf(void)
+{
+	struct pmc_config c, d;
+	struct pmc_err err = {0};
+	char label[160], *buf;
+	size_t len;
+	FILE *f;
+
+	LOAD_OK(NVMF_VOL(""), &c);
+	T_TRUE(pmc_config_volume_is_nvmf(&c.volumes[0]));
+	T_EQ(c.volumes[0].nvmf.transport, PMC_CONFIG_TR_TCP);
+	T_TRUE(!strcmp(c.volumes[0].nvmf.traddr, "10.0.0.2"));
+	T_EQ(c.volumes[0].nvmf.nsid, 1u);
+	T_TRUE(c.volumes[0].disk[0] == '\0');
+	T_EQ(c.volumes[0].nvmf.ctrl_loss_tmo, 600);
+	T_EQ(c.volumes[0].nvmf.fast_io_fail_tmo, 5);
+	pmc_config_nvmf_label(&c.volumes[0].nvmf, label, sizeof(label));
+	T_TRUE(!strcmp(label, "nvmf:tcp:10.0.0.2:nqn.2014-08.org.example:disk1:ns1"));
+	T_OK(pmc_config_check(&c, &err));
+	pmc_config_free(&c);
+
+	/* every key, written back and loaded again */
+	LOAD_OK(PMEM "volumes = ( { name = \"a\"; disk = \"/dev/sdb\"; },\n"
+		     " { name = \"net\"; mode = \"write-through\";\n"
+		     "   disk = { transport = \"tcp\"; traddr = \"fd00::2\"; trsvcid = \"4421\";\n"
+		     "     host_traddr = \"fd00::1\"; host_iface = \"eth1\";\n"
+		     "     subsysnqn = \"nqn.2014-08.org.example:disk1\";\n"
+		     "     nguid = \"0123456789abcdef0123456789ABCDEF\";\n"
+		     "     uuid = \"01234567-89ab-cdef-0123-456789abcdef\";\n"
+		     "     hostnqn = \"nqn.2014-08.org.example:host\";\n"
+		     "     hostid = \"11111111-2222-3333-4444-555555555555\";\n"
+		     "     dhchap_key = \"DHHC-1:00:c2VjcmV0:\"; dhchap_ctrl_key = \"DHHC-1:00:Y3RybA==:\";\n"
+		     "     discovery = \"yes\"; ctrl_loss_tmo = -1; fast_io_fail_tmo = 2;\n"
+		     "     reconnect_delay = 1; }; },\n"
+		     " { name = \"lo\"; disk = { transport = \"loop\";\n"
+		     "     subsysnqn = \"nqn.2014-08.org.example:disk1\"; nsid = 2; }; } );\n",
+		&c);
+	T_EQ(c.volumes[1].nvmf.discovery, 1);
+	T_EQ(c.volumes[1].nvmf.ctrl_loss_tmo, -1);
+	T_EQ(c.volumes[2].nvmf.transport, PMC_CONFIG_TR_LOOP);
+	for (unsigned docs = 0; docs < 2; docs++) {
+		f = open_memstream(&buf, &len);
+		T_TRUE(f != NULL);
+		T_OK(pmc_config_write(f, &c, docs ? PMC_CONFIG_WRITE_DOCS : 0));
+		fclose(f);
+		if (pmc_config_load_string(buf, "written", &d, &err))
+			T_FAIL("the written config does not load: %s\n%s", err.msg, buf);
+		expect_same(&c, &d);
+		T_OK(pmc_config_check(&d, &err));
+		pmc_config_free(&d);
+		free(buf);
+	}
+	pmc_config_free(&c);
+
+	/* refusals: one line naming the volume and the field */
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\";\n"
+		 " subsysnqn = \"nqn.2014-08.org.example:disk1\"; nsid = 1; }; } );\n",
+	    EINVAL,
+	    NAME ":2: volumes.[0]: volume \"net\" disk.traddr: missing (required for transport "
+		 "tcp)");
+	BAD(PMEM "volumes = ( { name = \"net\";\n disk = { transport = \"tpc\"; }; } );\n", EINVAL,
+	    NAME ":3: volumes.[0].disk.transport (volume \"net\"): \"tpc\" is not one of none, tcp, "
+		 "rdma, fc, loop");
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { traddr = \"10.0.0.2\"; }; } );\n", EINVAL,
+	    "volumes.[0].disk.transport (volume \"net\"): missing (required in a disk group");
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; tradr = \"x\"; }; "
+		 "} );\n",
+	    EINVAL, "volumes.[0].disk.tradr (volume \"net\"): unknown key (did you mean disk.traddr?)");
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+		 "subsysnqn = \"nqn.2014-08.org.example:d\"; }; } );\n",
+	    EINVAL,
+	    "volume \"net\" disk.nsid: missing (name the namespace by nsid, nguid or uuid)");
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+		 "subsysnqn = \"disk1\"; nsid = 1; }; } );\n",
+	    EINVAL, "volume \"net\" disk.subsysnqn: \"disk1\" is not an NQN");
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+		 "nsid = 1; }; } );\n",
+	    EINVAL, "volume \"net\" disk.subsysnqn: missing (required for an NVMe-oF disk)");
+	BAD(NVMF_VOL("nguid = \"0123\";"), EINVAL, "volume \"net\" disk.nguid: \"0123\" is not 32 hex "
+						   "digits");
+	BAD(NVMF_VOL("uuid = \"0123456789ab-cdef-0123-456789abcdef0\";"), EINVAL,
+	    "volume \"net\" disk.uuid: \"0123456789ab-cdef-0123-456789abcdef0\" is not a UUID");
+	BAD(NVMF_VOL("trsvcid = \"99999\";"), EINVAL,
+	    "volume \"net\" disk.trsvcid: \"99999\" is not a port");
+	BAD(NVMF_VOL("host_traddr = \"10.0.0.1 \";"), EINVAL,
+	    "disk.host_traddr (volume \"net\"): has byte 0x20");
+	BAD(NVMF_VOL("dhchap_key = \"secret\";"), EINVAL,
+	    "volume \"net\" disk.dhchap_key: not a DH-HMAC-CHAP secret (DHHC-1:...)");
+	BAD(NVMF_VOL("dhchap_ctrl_key = \"DHHC-1:00:x:\";"), EINVAL,
+	    "volume \"net\" disk.dhchap_ctrl_key: needs disk.dhchap_key");
+	BAD(NVMF_VOL("ctrl_loss_tmo = -2;"), ERANGE, "disk.ctrl_loss_tmo (volume \"net\"): -2 is below "
+						     "the minimum -1");
+	BAD(PMEM "volumes = ( { name = \"a\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+		 "subsysnqn = \"nqn.2014-08.org.example:d\"; nsid = 1; }; },\n"
+		 " { name = \"b\"; disk = { transport = \"rdma\"; traddr = \"h2\"; "
+		 "subsysnqn = \"nqn.2014-08.org.example:d\"; nsid = 1; }; } );\n",
+	    EEXIST,
+	    "two volumes on the NVMe-oF namespace nvmf:rdma:h2:nqn.2014-08.org.example:d:ns1 "
+	    "(\"a\" and \"b\")");
+	/* another namespace of the same subsystem is another disk */
+	LOAD_OK(PMEM "volumes = ( { name = \"a\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+		     "subsysnqn = \"nqn.2014-08.org.example:d\"; nsid = 1; }; },\n"
+		     " { name = \"b\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+		     "subsysnqn = \"nqn.2014-08.org.example:d\"; nsid = 2; }; } );\n",
+		&c);
+	pmc_config_free(&c);
+
+	/* in memory: disk.* without a transport, a path and a transport */
+	LOAD_OK(PMEM VOL1, &c);
+	snprintf(c.volumes[0].nvmf.traddr, sizeof(c.volumes[0].nvmf.traddr), "10.0.0.2");
+	T_ERR(pmc_config_check(&c, &err), EINVAL,
+	      "volume \"db\" disk.traddr: only for an NVMe-oF disk (set disk.transport)");
+	c.volumes[0].nvmf.transport = PMC_CONFIG_TR_TCP;
+	snprintf(c.volumes[0].nvmf.subsysnqn, sizeof(c.volumes[0].nvmf.subsysnqn),
+		 "nqn.2014-08.org.example:d");
+	c.volumes[0].nvmf.nsid = 1;
+	T_ERR(pmc_config_check(&c, &err), EINVAL,
+	      "volume \"db\" disk: both a path \"/dev/sdb\" and an NVMe-oF transport");
+	c.volumes[0].disk[0] = '\0';
+	T_OK(pmc_config_check(&c, &err));
+	pmc_config_free(&c);
+	printf("ok: nvmf\n");
+}
+
 int main(void)
 {
 	test_table();
@@ -846,6 +977,7 @@ int main(void)
 	test_write();
 	test_check();
 	test_many();
+	test_nvmf();
 	printf("test_config: all passed\n");
 	return 0;
 }

@@ -3,11 +3,12 @@
  * Usage: test_config_file PATH (ctest passes etc/pmcached.conf)
  *
  * The file loads; every key of the table appears in it (a volume's keys in
- * its example volume) and every key in it is in the table; the comment
+ * its example volumes, disk.* in the NVMe-oF one) and every key in it is in the table; the comment
  * block above each key says "default: X" with X the table's default (or
  * "required" for a key without one); and each value written equals the
  * default, so the shipped file behaves exactly like an empty one would
- * where it sets nothing on purpose (pmem.path and the example volume) -
+ * where it sets nothing on purpose (pmem.path, the example volumes and the
+ * NVMe-oF disk.* of the second) -
  * but for the keys of `shipped` below, which the package sets on purpose
  * and which must have exactly that value.
  */
@@ -143,6 +144,20 @@ static void walk(const config_setting_t *g, const char *prefix)
 				found_key(pmc_config_key_find(PMC_CONFIG_SCOPE_VOLUME,
 							      config_setting_name(vs)),
 					  path, config_setting_source_line(vs));
+				if (!config_setting_is_group(vs))
+					continue;
+				/* disk = { ... }: an NVMe-oF disk's keys, disk.* */
+				for (int d = 0; d < config_setting_length(vs); d++) {
+					const config_setting_t *ds =
+					    config_setting_get_elem(vs, (unsigned)d);
+					char rel[64];
+
+					snprintf(rel, sizeof(rel), "%s.%s", config_setting_name(vs),
+						 config_setting_name(ds));
+					snprintf(path, sizeof(path), "volumes.[%d].%s", v, rel);
+					found_key(pmc_config_key_find(PMC_CONFIG_SCOPE_VOLUME, rel),
+						  path, config_setting_source_line(ds));
+				}
 			}
 		}
 	}
@@ -185,7 +200,8 @@ int main(int argc, char **argv)
 		const struct pmc_config_key *k = &pmc_config_table[i];
 		char got[PMC_CONFIG_PATH_MAX + 8], want[PMC_CONFIG_PATH_MAX + 8];
 
-		if (!k->def || k->type == PMC_CONFIG_T_LIST)
+		/* the example NVMe-oF disk names a target on purpose */
+		if (!k->def || k->type == PMC_CONFIG_T_LIST || !strncmp(k->key, "disk.", 5))
 			continue;
 		for (uint32_t v = 0; v < (k->scope == PMC_CONFIG_SCOPE_TOP ? 1 : c.nr_volumes);
 		     v++) {

@@ -38,6 +38,7 @@ static int req_equal(const struct pmc_ctl_req *a, const struct pmc_ctl_req *b)
 	if (a->cmd != PMC_CTL_VOLUME_ADD)
 		return 1;
 	return !strcmp(a->add.name, b->add.name) && !strcmp(a->add.disk, b->add.disk) &&
+	       !memcmp(&a->add.nvmf, &b->add.nvmf, sizeof(a->add.nvmf)) &&
 	       a->add.vc.mode == b->add.vc.mode &&
 	       a->add.vc.admit_after_misses == b->add.vc.admit_after_misses &&
 	       a->add.vc.seq_cutoff_bytes == b->add.vc.seq_cutoff_bytes &&
@@ -683,9 +684,64 @@ static void test_bad_replies(void)
 	printf("ok: bad replies\n");
 }
 
+/* NVMe-oF: volume-add with disk.*, volume-reconnect, a secret never shown */
+static void test_nvmf(void)
+{
+	struct pmc_ctl_req r;
+	struct pmc_config_volume v;
+	struct pmc_err err = {0};
+	char *s;
+
+	req_init(&r, PMC_CTL_VOLUME_ADD);
+	pmc_config_volume_default(&r.add);
+	strcpy(r.add.name, "net");
+	r.add.nvmf.transport = PMC_CONFIG_TR_TCP;
+	strcpy(r.add.nvmf.traddr, "10.0.0.2");
+	strcpy(r.add.nvmf.subsysnqn, "nqn.2014-08.org.example:d");
+	r.add.nvmf.nsid = 7;
+	ROUND_TRIP(&r, "{\"cmd\":\"volume-add\",\"name\":\"net\",\"disk.transport\":\"tcp\","
+		       "\"disk.traddr\":\"10.0.0.2\",\"disk.subsysnqn\":"
+		       "\"nqn.2014-08.org.example:d\",\"disk.nsid\":7}\n");
+	strcpy(r.add.nvmf.trsvcid, "4421");
+	r.add.nvmf.discovery = 1;
+	r.add.nvmf.ctrl_loss_tmo = -1;
+	ROUND_TRIP(&r, "{\"cmd\":\"volume-add\",\"name\":\"net\",\"disk.transport\":\"tcp\","
+		       "\"disk.traddr\":\"10.0.0.2\",\"disk.trsvcid\":\"4421\",\"disk.subsysnqn\":"
+		       "\"nqn.2014-08.org.example:d\",\"disk.nsid\":7,\"disk.discovery\":\"yes\","
+		       "\"disk.ctrl_loss_tmo\":-1}\n");
+	BAD("{\"cmd\":\"volume-add\",\"name\":\"net\",\"disk.transport\":\"tcp\","
+	    "\"disk.subsysnqn\":\"nqn.2014-08.org.example:d\",\"disk.nsid\":1}",
+	    EINVAL, "volume-add: volume \"net\" disk.traddr: missing (required for transport tcp)");
+	BAD("{\"cmd\":\"volume-add\",\"name\":\"net\",\"disk.transport\":\"udp\"}", EINVAL,
+	    "volume-add disk.transport: \"udp\" is not one of none, tcp, rdma, fc, loop");
+	BAD("{\"cmd\":\"volume-add\",\"name\":\"net\",\"disk\":\"/dev/sdb\","
+	    "\"disk.traddr\":\"10.0.0.2\"}",
+	    EINVAL, "volume \"net\" disk.traddr: only for an NVMe-oF disk (set disk.transport)");
+	BAD("{\"cmd\":\"volume-add\",\"name\":\"net\"}", EINVAL,
+	    "volume-add: missing \"disk\" (or \"disk.transport\"");
+
+	req_init(&r, PMC_CTL_VOLUME_RECONNECT);
+	strcpy(r.volume, "net");
+	ROUND_TRIP(&r, "{\"cmd\":\"volume-reconnect\",\"name\":\"net\"}\n");
+	BAD("{\"cmd\":\"volume-reconnect\"}", EINVAL, "volume-reconnect: missing \"name\"");
+	BAD("{\"cmd\":\"volume-reconnect\",\"name\":\"net\",\"force\":true}", EINVAL,
+	    "force");
+
+	/* get of a secret: set or not, never the value */
+	pmc_config_volume_default(&v);
+	strcpy(v.nvmf.dhchap_key, "DHHC-1:00:c2VjcmV0:");
+	s = pmc_ctl_reply_value(NULL, "net", key(PMC_CONFIG_SCOPE_VOLUME, "disk.dhchap_key"), &v);
+	T_TRUE(s && strstr(s, "(set, not shown)") && !strstr(s, "c2VjcmV0"));
+	printf("ok: %s", s);
+	free(s);
+	(void)err;
+	printf("ok: nvmf\n");
+}
+
 int main(void)
 {
 	test_round_trips();
+	test_nvmf();
 	test_decode_forms();
 	test_malformed();
 	test_replies();

@@ -10,6 +10,13 @@
  *                 readable, sticky error, wb_errors, retries with a growing
  *                 back-off; healed, flush_all succeeds and the disk holds
  *                 everything
+ *   wb_backoff    write-back of many separate blocks (one disk write each)
+ *                 to a failing disk: the back-off doubles once per failed
+ *                 round, not once per failed write; healed, a flush tries
+ *                 again at once instead of waiting the back-off out
+ *   wb_fair       write-back limited to one write in flight while the
+ *                 lower-numbered volume keeps writing: the other volume's
+ *                 dirty blocks are written back too (not after it stops)
  *   read_error    failed reads return -EIO and cache nothing; healed, exact
  *   write_error   write-around, write-through, flush and discard errors
  *                 reach the request; the data is old or new, never garbage
@@ -479,6 +486,131 @@ static void sc_wb_error(void)
 	expect_engine(v, 100, 40, ONE(7), "after flush_all");
 	teardown();
 	printf("ok: wb_error\n");
+}
+
+/* failed write-back writes, grouped in bursts (one per retry) more than
+ * 15 ms apart; returns the number of bursts, their times in burst_ns */
+static unsigned fail_bursts(const struct fdisk *f, uint64_t *burst_ns, unsigned max)
+{
+	unsigned bursts = 0;
+
+	for (unsigned i = 0; i < f->nfail_ns; i++)
+		if (!bursts || f->fail_ns[i] - burst_ns[(bursts < max ? bursts : max) - 1] >
+				       15000000ull) {
+			if (bursts < max)
+				burst_ns[bursts] = f->fail_ns[i];
+			bursts++;
+		}
+	return bursts;
+}
+
+static void sc_wb_backoff(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	uint64_t burst_ns[64], t0;
+	unsigned bursts, per_burst;
+
+	base_wb(&wb);
+	setup("wb_backoff: a failing round of many separate write-back writes", 256, 1, 1024,
+	      &wb, NULL);
+	f->fail[PMC_IO_WRITE] = EIO;
+	t0 = pmc_mono_ns();
+	/* 24 dirty blocks two apart: no two merge, one disk write each */
+	for (uint64_t i = 0; i < 24; i++)
+		T_EQ(write_ver(v, 100 + 2 * i, 1, 5, 0), 0);
+	et_run(g_t.e, g_q, g_q, 700);
+	bursts = fail_bursts(f, burst_ns, 64);
+	per_burst = bursts ? (unsigned)(f->failed[PMC_IO_WRITE] / bursts) : 0;
+	printf("%" PRIu64 " failed write-back writes in %u bursts over 700 ms:",
+	       f->failed[PMC_IO_WRITE], bursts);
+	for (unsigned i = 0; i < bursts && i < 64; i++)
+		printf(" +%" PRIu64 "ms", (burst_ns[i] - t0) / 1000000);
+	printf("\n");
+	if (per_burst < 2)
+		T_FAIL("%u failed writes per burst: the scenario needs several per round",
+		       per_burst);
+	/* 40 ms back-off, doubling per round: retries at about +40, +120,
+	 * +280, +600 ms; doubling per failed write would reach 60 s in the
+	 * first round and leave one burst */
+	if (bursts < 3)
+		T_FAIL("write-back tried %u times in 700 ms with a 40 ms back-off doubling per "
+		       "round: the back-off grew once per failed write (%u writes a round)",
+		       bursts, per_burst);
+	if (burst_ns[1] - burst_ns[0] < 30000000ull)
+		T_FAIL("the first retry came %" PRIu64 " ms after the failure, before the back-off "
+		       "of 40 ms",
+		       (burst_ns[1] - burst_ns[0]) / 1000000);
+	expect_engine(v, 100, 1, ONE(5), "while write-back fails");
+	/* a long back-off (retries at about +0.2, +0.6, +1.4, +3 s, the
+	 * next at +6.2 s); healed at +3.2 s, a flush does not wait it out */
+	wb.retry_ms = 200;
+	pmc_engine_set_wb_conf(g_t.e, &wb);
+	pmc_engine_clear_error(g_t.e, v->vol);
+	et_run(g_t.e, g_q, g_q, 3200);
+	healed(f);
+	memset(&err, 0, sizeof(err));
+	t0 = pmc_mono_ns();
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	t0 = (pmc_mono_ns() - t0) / 1000000;
+	printf("flush_all after the disk healed, under a back-off of seconds: %" PRIu64 " ms\n",
+	       t0);
+	if (t0 > 1000)
+		T_FAIL("flush_all after the disk healed took %" PRIu64 " ms: it waited out the "
+		       "write-back back-off instead of trying again at once",
+		       t0);
+	for (uint64_t i = 0; i < 24; i++)
+		expect_disk(v, 100 + 2 * i, 1, ONE(5), "flushed after the disk healed");
+	teardown();
+	printf("ok: wb_backoff\n");
+}
+
+static void sc_wb_fair(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *a = &g_v[0], *b = &g_v[1];
+	unsigned b_clean = 0, a_clean = 0;
+
+	base_wb(&wb);
+	wb.max_inflight = 1;
+	wb.busy_inflight = 1;
+	setup("wb_fair: one write-back write at a time, the first volume keeps writing", 256, 2,
+	      1024, &wb, NULL);
+	g_no_steps = 1; /* the steps below are all there is */
+	T_TRUE(a->vol < b->vol);
+	for (uint64_t i = 0; i < 8; i++)
+		T_EQ(write_ver(b, 10 * i, 1, 3, 0), 0);
+	/* a new dirty block of a before every step: a always has some */
+	for (uint64_t i = 0; i < 40; i++) {
+		T_EQ(write_ver(a, 4 * i, 1, 2, 0), 0);
+		pmc_engine_writeback_step(g_t.e, g_q);
+		while (pmc_queue_busy(g_q))
+			pmc_queue_poll(g_q, 1, 10000000ull);
+	}
+	for (uint64_t i = 0; i < 8; i++) {
+		enum pmc_block_state st;
+
+		b_clean += cached(b, 10 * i, &st) && st == PMC_BLK_CLEAN;
+	}
+	for (uint64_t i = 0; i < 40; i++) {
+		enum pmc_block_state st;
+
+		a_clean += cached(a, 4 * i, &st) && st == PMC_BLK_CLEAN;
+	}
+	printf("40 steps of one write each: %u of %s's 40 blocks and %u of %s's 8 written back\n",
+	       a_clean, a->name, b_clean, b->name);
+	/* served in turn: b's 8 blocks take 8 of the 40 steps at most 2 apart */
+	if (b_clean < 8)
+		T_FAIL("volume %s (slot %u): %u of 8 dirty blocks written back in 40 steps while "
+		       "%s (slot %u) kept writing: starved",
+		       b->name, b->vol, b_clean, a->name, a->vol);
+	if (a_clean < 16)
+		T_FAIL("volume %s: %u of 40 blocks written back in 40 steps", a->name, a_clean);
+	expect_disk(b, 0, 1, ONE(3), "written back in turn");
+	g_no_steps = 0;
+	teardown();
+	printf("ok: wb_fair\n");
 }
 
 static void sc_read_error(void)
@@ -1422,6 +1554,7 @@ static const struct {
 	void (*fn)(void);
 } scenarios[] = {
 	{"refusals", sc_refusals},   {"wb_error", sc_wb_error},
+	{"wb_backoff", sc_wb_backoff}, {"wb_fair", sc_wb_fair},
 	{"read_error", sc_read_error}, {"write_error", sc_write_error},
 	{"flush_fail", sc_flush_fail}, {"short_eagain", sc_short_eagain},
 	{"latency", sc_latency},     {"nospace", sc_nospace},

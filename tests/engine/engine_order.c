@@ -311,6 +311,27 @@ static void sc_attach_unsynced(void)
 	printf("ok: attach_unsynced\n");
 }
 
+/*
+ * The engine's synchronous syncs (a volume that stops being volatile, a
+ * clean shutdown) go through the disk's ops like every other disk I/O, so
+ * a disk with a volatile cache sees them: writes acknowledged before are
+ * durable after.
+ */
+static void sc_sync_ops(void)
+{
+	setup(PMC_MODE_WRITE_AROUND);
+	T_EQ(write_ver(8, 8, 0), 0); /* plain: only in the disk's cache */
+	pmc_engine_set_volatile(g_t.e, g_v.vol, 0);
+	expect_durable(8, 8, "a volume that stopped being volatile");
+	pmc_engine_set_volatile(g_t.e, g_v.vol, 1);
+	T_EQ(write_ver(9, 9, 0), 0);
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 0); /* a clean stop */
+	expect_durable(9, 9, "a clean stop");
+	et_vdisk_free(g_d);
+	printf("ok: sync_ops\n");
+}
+
 static void sc_around_clean(void)
 {
 	struct et_req w, r;
@@ -456,6 +477,7 @@ static const struct {
 	{"flush_gen", sc_flush_gen},
 	{"fill_unsynced", sc_fill_unsynced},
 	{"attach_unsynced", sc_attach_unsynced},
+	{"sync_ops", sc_sync_ops},
 	{"around_clean", sc_around_clean},
 	{"through_order", sc_through_order},
 	{"discard_order", sc_discard_order},

@@ -725,9 +725,27 @@ int et_vdisk_complete(struct pmc_disk *disk, struct pmc_io *io, int res)
 	return res;
 }
 
+int et_vdisk_sync(struct pmc_disk *disk)
+{
+	struct et_vdisk *d = disk->priv;
+
+	if (fdatasync(disk->fd))
+		return -errno;
+	/* every write completed so far is durable */
+	pthread_mutex_lock(&d->lock);
+	for (unsigned i = 0; i < d->nw; i++)
+		if (d->w[i].done_seq)
+			vd_make_durable(d, i);
+	vd_compact(d);
+	d->st.syncs++;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
 const struct pmc_disk_ops et_vdisk_ops = {
 	.submit = et_vdisk_submit,
 	.complete = et_vdisk_complete,
+	.sync = et_vdisk_sync,
 };
 
 void et_vdisk_crash_image(struct et_vdisk *d, char *out, enum et_land how, uint64_t *rng)

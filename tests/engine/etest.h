@@ -169,6 +169,7 @@ void et_vdisk_free(struct et_vdisk *d);
 extern const struct pmc_disk_ops et_vdisk_ops;
 void et_vdisk_submit(struct pmc_disk *disk, struct pmc_ring *r, struct pmc_io *io);
 int et_vdisk_complete(struct pmc_disk *disk, struct pmc_io *io, int res);
+int et_vdisk_sync(struct pmc_disk *disk);
 
 enum et_land {
 	ET_LAND_NONE,	/* every write not yet durable is lost */

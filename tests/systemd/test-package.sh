@@ -29,7 +29,14 @@ fi
 sed "s|/dev/disk/by-id/CHANGE-ME|$tmp/disk.img|" "$conf" >"$tmp/edited.conf"
 out=$("$pmcached" --check-config -c "$tmp/edited.conf" 2>&1)
 rc=$?
-[ $rc -eq 0 ] && echo "ok: once the disk is named: $out" || bad "edited config refused: exit $rc: $out"
+want="pmcached: edit $tmp/edited.conf: volume net names the example NVMe-oF subsystem"
+[ $rc -ne 0 ] && [ "${out#"$want"}" != "$out" ] &&
+	echo "ok: the example NVMe-oF volume is refused until edited: $out" ||
+	bad "example NVMe-oF volume: exit $rc: $out (want \"$want\")"
+sed -i "s|nqn.2014-08.org.example:CHANGE-ME|nqn.2014-08.org.example:disk1|" "$tmp/edited.conf"
+out=$("$pmcached" --check-config -c "$tmp/edited.conf" 2>&1)
+rc=$?
+[ $rc -eq 0 ] && echo "ok: once the disks are named: $out" || bad "edited config refused: exit $rc: $out"
 
 # postinst with every command it may run replaced by a recorder
 mkdir -p "$tmp/bin"

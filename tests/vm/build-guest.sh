@@ -7,7 +7,7 @@
 # linux-image-6.12.*+deb12-amd64-unsigned apt knows about; the stock 6.1
 # kernel has no ublk) plus a busybox-static initramfs holding the modules
 # the tests load (nvdimm/devdax, ublk, nvme, device-mapper, bcache, ext4,
-# 9p), ndctl/daxctl, nvme-cli, e2fsprogs, fio, dmsetup and bcache-tools
+# 9p, the NVMe-oF host and target over tcp and loop), ndctl/daxctl, nvme-cli, e2fsprogs, fio, dmsetup and bcache-tools
 # with the ldd closure of their shared libraries, and tests/vm/guest/init.
 # Project binaries do not go in the image: run-guest.sh puts them on the
 # 9p share at each run, so rebuilding the project never rebuilds the guest.
@@ -41,7 +41,7 @@ TOOLS="/usr/bin/ndctl /usr/bin/daxctl /usr/sbin/nvme /sbin/mke2fs /sbin/mkfs.ext
 	/usr/sbin/dmsetup /usr/sbin/make-bcache /usr/sbin/bcache-super-show /usr/bin/fio"
 # Modules insmod'ed at boot, in dependency order after resolution.
 MODS="nfit nd_pmem dax_pmem device_dax ublk_drv nvme dm_mod dm_writecache dm_flakey dm_delay
-	dm_log_writes bcache ext4 9p 9pnet_virtio"
+	dm_log_writes bcache ext4 9p 9pnet_virtio nvme_fabrics nvme_tcp nvme_loop nvmet nvmet_tcp"
 # Copied but not loaded: they take load-time parameters (brd rd_size=...).
 MODS_NOLOAD="brd"
 

@@ -151,7 +151,7 @@ qemu_cmd() { # accel kernel-cmdline-extra
 		-device virtio-9p-pci,fsdev=fs0,mount_tag=host0
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04
 		-kernel "$IMAGE/vmlinuz" -initrd "$IMAGE/initramfs.cpio"
-		-append "console=ttyS0 panic=-1 loglevel=4 $2"
+		-append "console=ttyS0 panic=-1 loglevel=4 no_timer_check $2"
 		-nodefaults -display none -no-reboot -serial "file:$LOG")
 }
 

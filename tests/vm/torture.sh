@@ -16,6 +16,10 @@
 #                   replay of a failed round's fault mix)
 #   --ci            the short CTest round: every kind of fault once, short
 #                   pauses, a power cut
+#   --dense         the long run's rounds: short, 3-5 SIGKILLs each, short
+#                   pauses, a power cut in every round (in the second half
+#                   of its events, after the third kill), the slow faults
+#                   (full pmem, removal) less often
 #   --keep-logs     keep the console logs of passing rounds too
 #   --events 'E...' every round runs these events (t-torture.sh) instead
 #                   of drawn ones, no power cut unless "cut" is among them
@@ -41,7 +45,7 @@
 set -uo pipefail
 
 SRC=$(cd "$(dirname "$0")" && pwd)
-BUILD= WORK= ROUNDS=1 DURATION=0 SEED= ROUND_SEED= CI=0 KEEP=0 EVENTS= SIM=1 KEEP_GOING=0
+BUILD= WORK= ROUNDS=1 DURATION=0 SEED= ROUND_SEED= CI=0 DENSE=0 KEEP=0 EVENTS= SIM=1 KEEP_GOING=0
 BOOT_TIMEOUT=3600
 ARGS=("$@")
 die() {
@@ -57,6 +61,7 @@ while [ $# -gt 0 ]; do
 	--seed) SEED=$2; shift ;;
 	--round-seed) ROUND_SEED=$2; ROUNDS=1; shift ;;
 	--ci) CI=1 ;;
+	--dense) DENSE=1 ;;
 	--keep-logs) KEEP=1 ;;
 	--events) EVENTS=$2; shift ;;
 	--no-sim) SIM=0 ;;
@@ -122,6 +127,14 @@ plan() {
 		ev=(kill "mode:$((RANDOM % 3)):${MODES[1 + RANDOM % 3]}" kill
 			"fail:$(pick error flakey):4:write-back" "remove:$((RANDOM % 3))"
 			"fill:$(pick wait around):15")
+	elif [ $DENSE = 1 ]; then
+		n=$((3 + RANDOM % 3))
+		for ((i = 0; i < n; i++)); do ev+=(kill); done
+		n=$((RANDOM % 3))
+		for ((i = 0; i < n; i++)); do ev+=("mode:$((RANDOM % 3)):${MODES[RANDOM % 4]}"); done
+		((RANDOM % 100 < 40)) && ev+=("fail:$(pick error flakey delay):$((3 + RANDOM % 4)):$(pick write-back write-through)")
+		((RANDOM % 100 < 15)) && ev+=("fill:$(pick wait around):15")
+		((RANDOM % 100 < 20)) && ev+=("remove:$((RANDOM % 3))")
 	else
 		n=$((2 + RANDOM % 4))
 		for ((i = 0; i < n; i++)); do ev+=(kill); done
@@ -138,14 +151,22 @@ plan() {
 	done
 	PLAN=()
 	for t in "${ev[@]}"; do
-		PLAN+=("sleep:$((CI ? 2 : 2 + RANDOM % 6))" "$t")
+		PLAN+=("sleep:$((CI ? 2 : DENSE ? 1 + RANDOM % 3 : 2 + RANDOM % 6))" "$t")
 	done
-	PLAN+=("sleep:$((CI ? 3 : 3 + RANDOM % 8))")
+	PLAN+=("sleep:$((CI ? 3 : DENSE ? 2 + RANDOM % 3 : 3 + RANDOM % 8))")
 	# a power cut at a random place among the events, the kill at a
 	# random moment within CUT_MS after it
 	CUT_MS=
 	if [ $CI = 1 ]; then # every fault first, then the cut
 		PLAN+=(cut sleep:10)
+		CUT_MS=$((RANDOM % 8000))
+	elif [ $DENSE = 1 ]; then # every round, among the later events, after 3 kills
+		n=${#PLAN[@]}
+		k=0 j=0
+		for ((j = 0; j < n && k < 3; j++)); do [ "${PLAN[j]}" = kill ] && k=$((k + 1)); done
+		[ $j -lt $((n / 2)) ] && j=$((n / 2))
+		i=$((j + RANDOM % (n - j + 1)))
+		PLAN=("${PLAN[@]:0:i}" cut "${PLAN[@]:i}")
 		CUT_MS=$((RANDOM % 8000))
 	elif ((RANDOM % 100 < 50)); then
 		i=$((RANDOM % ${#PLAN[@]}))
@@ -192,6 +213,7 @@ fail_round() { # ROUND SEED LOG WHY [OTHER]: print, and exit unless --keep-going
 	grep -a "^FAIL" "$3" 2>/dev/null | head -20
 	echo "torture: console logs kept in $WORK (round-$1.log${5:+, $5})"
 	[ $CI = 1 ] && ci=" --ci"
+	[ $DENSE = 1 ] && ci+=" --dense"
 	echo "torture: replay the campaign: $0 -B $BUILD -w $WORK --seed $SEED --rounds $1$ci"
 	echo "torture: replay this round's faults on fresh disks: $0 -B $BUILD -w $WORK --round-seed $2$ci"
 	FAILED+=("$1")

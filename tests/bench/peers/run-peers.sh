@@ -6,7 +6,7 @@
 # ratios and the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
 #
 # usage: run-peers.sh [-B BUILD] [-o OUT] [--quick|--smoke] [--disk-delay-ms N]
-#                     [--systems LIST] [--no-plots] [--no-core]
+#                     [--systems LIST] [--nvmf-tcp] [--no-plots] [--no-core]
 #   -B BUILD    a configured and built build directory (default: build/bench);
 #               the guest image is built into it if missing (vm-image)
 #   -o OUT      where the results go (default: BUILD/bench-peers/full, quick or smoke,
@@ -24,6 +24,11 @@
 #               dm-delay under the backing disk of every system: N ms more
 #               per disk I/O (2: a disk array or a network disk). A full run
 #               with it leaves out the ceiling (it has no disk)
+#   --nvmf-tcp  the backing disk is an NVMe/TCP namespace: the guest's nvmet
+#               exports the NVMe disk on its loopback, pmcache names it by
+#               subsystem NQN in its config, and rawnvme is the raw
+#               namespace (-nvmf appended to OUT); with --systems
+#               pmcache,rawnvme: what the cache gives in front of a network disk
 #   --no-plots  no gnuplot PNGs (the smoke run never plots)
 #   --no-core   do not run pmcache-bench core on the host (the smoke run never does)
 # Env: PMC_BENCH_RUNTIME seconds per timed job of a full run (default 20);
@@ -33,7 +38,7 @@
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../../.." && pwd)
-BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0
+BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0 NVMF=0
 ALL=pmcache,ublkceiling,dmwritecache,bcache,rawnvme SYSTEMS=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -61,6 +66,7 @@ while [ $# -gt 0 ]; do
 			exit 1 ;;
 		esac
 		shift ;;
+	--nvmf-tcp) NVMF=1 ;;
 	--no-plots) PLOTS=0 ;;
 	--no-core) CORE=0 ;;
 	*) echo "run-peers: unknown argument $1 (see the head of $0)" >&2; exit 1 ;;
@@ -74,6 +80,7 @@ case ${PMC_BENCH_RUNTIME:-20} in '' | *[!0-9]* | 0)
 esac
 RUN=$MODE
 [ "$DELAY" -gt 0 ] && RUN=$MODE-delay$DELAY
+[ "$NVMF" = 1 ] && RUN=$RUN-nvmf
 OUT=${OUT:-$BUILD/bench-peers/$RUN}
 IMAGE=$BUILD/tests/vm/guest
 WORK=$BUILD/tests/vm/work/bench-$RUN
@@ -110,7 +117,7 @@ cp -r "$TOP/tests/vm/guest" "$RUNNER/"
 LOADPID=$!
 trap 'kill $LOADPID 2>/dev/null || true; rm -rf "$RUNNER"' EXIT
 bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 5400 \
-	-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" "${SYSTEMS:-$ALL}" || rc=$?
+	-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" "${SYSTEMS:-$ALL}" "$NVMF" || rc=$?
 kill $LOADPID 2>/dev/null || true
 [ $rc = 77 ] && exit 77
 rm -rf "$OUT"

@@ -1,4 +1,4 @@
-# t-bench.sh [full|quick|smoke] [DELAY_MS] [RUNTIME_S] [SYSTEMS_LIST] - guest: the same fio jobs on pmcache and
+# t-bench.sh [full|quick|smoke] [DELAY_MS] [RUNTIME_S] [SYSTEMS_LIST] [NVMF] - guest: the same fio jobs on pmcache and
 # its peers, one system after the other on the same NVMe disk (serial 1) and
 # on pmem of the same size (run-peers.sh sets both NVDIMMs to the same size):
 #   pmcache        /dev/ublkb0: pmcached over /dev/dax0.0, one write-back volume
@@ -10,6 +10,11 @@
 # With DELAY_MS > 0 the disk under every system is dm-delay over the NVMe
 # disk, adding DELAY_MS to every I/O; a full run then leaves out
 # ublkceiling (it has no disk).
+# With NVMF=1 the disk is an NVMe/TCP namespace: the kernel's target
+# (nvmet) exports the NVMe disk (or its dm-delay) on the guest's loopback,
+# nvme-cli connects it, and every system uses the fabric namespace; pmcache
+# names it in its config by subsystem NQN and nsid (disk = { transport =
+# "tcp"; ... }), and rawnvme is the raw NVMe/TCP namespace.
 # Jobs (4K unless said, io_uring, O_DIRECT, one job): warm-up (sequential
 # write then read of the working set, not reported), randread_warm (QD32 on
 # the working set), randread_warm_2j (the same with two jobs, one per CPU,
@@ -65,6 +70,35 @@ if [ "$DELAY" -gt 0 ]; then
 	D=/dev/mapper/slow
 	dmsetup table slow
 fi
+NVMF=${5:-0}
+NQN=nqn.2026-12.org.pmcache:bench
+if [ "$NVMF" = 1 ]; then
+	CFS=/sys/kernel/config/nvmet
+	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config
+	ip link set lo up
+	mkdir -p $CFS/subsystems/$NQN/namespaces/1 $CFS/ports/1 &&
+		echo 1 >$CFS/subsystems/$NQN/attr_allow_any_host &&
+		echo "$D" >$CFS/subsystems/$NQN/namespaces/1/device_path &&
+		echo 1 >$CFS/subsystems/$NQN/namespaces/1/enable &&
+		echo tcp >$CFS/ports/1/addr_trtype && echo ipv4 >$CFS/ports/1/addr_adrfam &&
+		echo 127.0.0.1 >$CFS/ports/1/addr_traddr && echo 4420 >$CFS/ports/1/addr_trsvcid &&
+		ln -s $CFS/subsystems/$NQN $CFS/ports/1/subsystems/$NQN ||
+		{ bad "nvmet tcp target over $D"; exit 1; }
+	# the image has /etc/nvme/hostnqn but no hostid: give the NQN's UUID, or
+	# the kernel pairs the NQN with its default host's id and refuses
+	nvme connect -t tcp -a 127.0.0.1 -s 4420 -n $NQN -I "$(sed 's/.*:uuid://' /etc/nvme/hostnqn)" \
+		>/dev/null || { bad "nvme connect"; exit 1; }
+	for _i in $(seq 1 100); do
+		for _n in /sys/class/nvme-subsystem/*/nvme*n1; do
+			[ -e "$_n" ] && grep -qx $NQN "$(dirname "$_n")/subsysnqn" && NVMF_DEV=/dev/$(basename "$_n")
+		done
+		[ -b "${NVMF_DEV:-/nonexistent}" ] && break
+		sleep 0.1
+	done
+	[ -b "${NVMF_DEV:-/nonexistent}" ] || { bad "no NVMe/TCP namespace"; exit 1; }
+	echo "NVMe/TCP: $D exported as $NQN on 127.0.0.1:4420, connected as $NVMF_DEV"
+	D=$NVMF_DEV
+fi
 DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
 
 # the peers' pmem block device: the NVDIMM region of the peer size that does
@@ -90,7 +124,7 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	echo "mode=$MODE runtime_s=$RT ramp_s=$RAMP working_set_mib=$WS randwrite_region_mib=$WW seq_region_mib=$SEQ flush_mib=$FL"
 	echo "kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo) mem_kib=$(awk '/MemTotal/ {print $2}' /proc/meminfo)"
 	echo "fio=$(fio --version)"
-	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY"
+	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY nvmf_tcp=$NVMF"
 	echo "devdax=$DAX region=$DAXREG bytes=$PMC_VM_PMEM_BYTES"
 	echo "peer_pmem=$PMEM region=$PREG bytes=$(blockdev --getsize64 $PMEM)"
 } | tee $OUT/env.txt
@@ -152,11 +186,13 @@ dirty_of() {
 setup() {
 	case $1 in
 	pmcache)
+		DISK="\"$D\""
+		[ "$NVMF" = 1 ] && DISK="{ transport = \"tcp\"; traddr = \"127.0.0.1\"; subsysnqn = \"$NQN\"; nsid = 1; }"
 		cat >/tmp/pmcached.conf <<EOC
 pmem = { path = "$DAX"; };
 state_dir = "/tmp/pmcache-state";
 control = { socket = "$SOCK"; };
-volumes = ( { name = "vol0"; disk = "$D"; mode = "write-back"; ublk_id = 0; } );
+volumes = ( { name = "vol0"; disk = $DISK; mode = "write-back"; ublk_id = 0; } );
 EOC
 		pmcached_start /tmp/pmcached.conf $OUT/pmcache/pmcached.log || return 1
 		DEV=/dev/ublkb0 ;;
@@ -324,6 +360,7 @@ for S in $REPLAY_SYSTEMS; do
 	echo "dirty after the replay: $(dirty_of $S)"
 	teardown $S
 done
-[ "$DELAY" -gt 0 ] && dmsetup remove slow
+[ "$NVMF" = 1 ] && nvme disconnect -n $NQN >/dev/null
+[ "$DELAY" -gt 0 ] && [ "$NVMF" != 1 ] && dmsetup remove slow
 echo "=== done ($(up) s)"
 exit $FAIL

@@ -1,0 +1,262 @@
+/* path.c - see path.h.
+ *
+ * Once a second (or when kicked) the thread looks up each NVMe-oF volume's
+ * namespace in the kernel's topology (lib/nvmf.c) and compares it with what
+ * the volume's path fields say:
+ *   - the controller is there but not live (the kernel is reconnecting):
+ *     the state is shown; I/O that reaches the disk fails after
+ *     disk.fast_io_fail_tmo and the engine keeps the data dirty with its
+ *     sticky error and back-off, serves hits, absorbs writes;
+ *   - it is live again: if the namespace's block device is another one
+ *     than the disk's fd is on, the new one is opened O_EXCL, its identity
+ *     compared with the one recorded in the volume slot, and dup2()'ed
+ *     onto the disk's fd (every ring sees the new device from its next
+ *     submission on; I/O in flight keeps its old file). Then the volume's
+ *     sticky error is cleared, which also ends its back-off: write-back
+ *     resumes at once;
+ *   - there is no controller any more (ctrl_loss_tmo ran out, or someone
+ *     disconnected it): "lost"; the thread reconnects it, at once and then
+ *     with a back-off doubling from 1 s to 60 s, or at once when kicked.
+ *
+ * Locking: the volume's fields and its disk's fd change under d->lock, so a
+ * volume being removed (which clears `used` under the same lock before it
+ * detaches and closes the disk) is never rebound half-way. Connecting and
+ * scanning run without it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "diskid.h"
+#include "log.h"
+#include "path.h"
+#include "pmcached.h"
+#include "nvmf.h"
+
+#define PATH_BACKOFF_MIN_MS 1000u
+#define PATH_BACKOFF_MAX_MS 60000u
+#define PATH_CONNECT_WAIT_MS 5000u
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* put v's disk on dev if dev is its namespace; d->lock held */
+static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, struct pmc_err *err)
+{
+	struct pmc_disk_id id;
+	const char *want = pmcd_volume_disk_id(d, v);
+	uint64_t size = 0;
+	int fd, rc;
+
+	fd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC | O_EXCL);
+	if (fd < 0)
+		return pmc_err_set(err, errno, "volume %s: %s: cannot open: %s", v->conf.name, dev,
+				   strerror(errno));
+	if (ioctl(fd, BLKGETSIZE64, &size) != 0 || size != v->disk->size) {
+		rc = pmc_err_set(err, ENOSPC,
+				 "volume %s: %s: %" PRIu64 " bytes, the disk had %" PRIu64
+				 ": not used",
+				 v->conf.name, dev, size, v->disk->size);
+		goto close;
+	}
+	rc = pmc_disk_id_get(fd, size, &id, err);
+	if (rc)
+		goto close;
+	if (!want[0] || strcmp(id.text, want)) {
+		rc = pmc_err_set(err, EXDEV,
+				 "volume %s: %s is disk %s, the cache recorded %s: not used",
+				 v->conf.name, dev, id.text, want[0] ? want : "(none)");
+		goto close;
+	}
+	if (dup2(fd, v->disk->fd) < 0) {
+		rc = pmc_err_set(err, errno, "volume %s: dup2: %s", v->conf.name, strerror(errno));
+		goto close;
+	}
+	pmc_log(LOG_NOTICE, "volume %s: its namespace is now %s (identity %s matches)",
+		v->conf.name, dev, id.text);
+	snprintf(v->path_dev, sizeof(v->path_dev), "%s", dev);
+	rc = 0;
+close:
+	close(fd);
+	return rc;
+}
+
+static void check_volume(struct pmcd *d, unsigned i, int kicked)
+{
+	struct pmcd_volume *v = &d->vols[i];
+	struct pmc_config_volume conf;
+	struct pmc_nvmf_path p;
+	struct pmc_err err = {0};
+	uint64_t now = mono_ns();
+	int rc, live;
+
+	pthread_mutex_lock(&d->lock);
+	if (!v->used || !pmc_config_volume_is_nvmf(&v->conf) || !v->disk) {
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	conf = v->conf;
+	pthread_mutex_unlock(&d->lock);
+
+	rc = pmc_nvmf_find(&conf.nvmf, &p, &err);
+	if (rc == -ENOENT) {
+		int attempt;
+
+		pthread_mutex_lock(&d->lock);
+		if (!v->used) {
+			pthread_mutex_unlock(&d->lock);
+			return;
+		}
+		if (strcmp(v->path_state, "lost")) {
+			pmc_log(LOG_WARNING,
+				"volume %s: controller %s is gone (the kernel stopped "
+				"reconnecting): dirty data stays in the pmem; reconnecting",
+				conf.name, v->path_ctrl);
+			snprintf(v->path_state, sizeof(v->path_state), "lost");
+			v->path_down = 1;
+			v->path_retry_ns = now;
+			v->path_backoff_ms = 0;
+		}
+		attempt = kicked || now >= v->path_retry_ns;
+		pthread_mutex_unlock(&d->lock);
+		if (!attempt)
+			return;
+		rc = pmc_nvmf_connect(&conf.nvmf, conf.name, PATH_CONNECT_WAIT_MS, &p, &err);
+		pthread_mutex_lock(&d->lock);
+		if (!v->used) {
+			pthread_mutex_unlock(&d->lock);
+			return;
+		}
+		if (rc) {
+			uint32_t b = v->path_backoff_ms;
+
+			b = b ? (b * 2 > PATH_BACKOFF_MAX_MS ? PATH_BACKOFF_MAX_MS : b * 2)
+			      : PATH_BACKOFF_MIN_MS;
+			v->path_backoff_ms = b;
+			v->path_retry_ns = mono_ns() + (uint64_t)b * 1000000ull;
+			pmc_log(LOG_WARNING, "%s; next attempt in %u s", err.msg, b / 1000);
+			pthread_mutex_unlock(&d->lock);
+			return;
+		}
+		v->path_reconnects++;
+		v->path_backoff_ms = 0;
+		pmc_log(LOG_NOTICE, "volume %s: reconnected: controller %s, %s", conf.name, p.ctrl,
+			p.dev);
+		pthread_mutex_unlock(&d->lock);
+	} else if (rc) {
+		pmc_log(LOG_WARNING, "volume %s: %s", conf.name, err.msg);
+		return;
+	}
+
+	live = !strcmp(p.state, "live");
+	pthread_mutex_lock(&d->lock);
+	if (!v->used) {
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (strcmp(v->path_state, p.state) && strcmp(v->path_state, "wrong-disk"))
+		pmc_log(live ? LOG_NOTICE : LOG_WARNING, "volume %s: controller %s %s -> %s",
+			conf.name, p.ctrl, v->path_state[0] ? v->path_state : "-", p.state);
+	snprintf(v->path_ctrl, sizeof(v->path_ctrl), "%s", p.ctrl);
+	snprintf(v->path_addr, sizeof(v->path_addr), "%s", p.address);
+	if (!live) {
+		snprintf(v->path_state, sizeof(v->path_state), "%s", p.state);
+		v->path_down = 1;
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (p.dev[0] && strcmp(p.dev, v->path_dev)) {
+		if (rebind(d, v, p.dev, &err)) {
+			if (strcmp(v->path_state, "wrong-disk"))
+				pmc_log(LOG_ERR, "%s", err.msg);
+			snprintf(v->path_state, sizeof(v->path_state), "wrong-disk");
+			v->path_down = 1;
+			pthread_mutex_unlock(&d->lock);
+			return;
+		}
+	}
+	snprintf(v->path_state, sizeof(v->path_state), "live");
+	if (v->path_down) {
+		v->path_down = 0;
+		pmc_engine_clear_error(d->e, v->vol);
+		pmc_log(LOG_NOTICE, "volume %s: path back (%s on %s): write-back resumes",
+			conf.name, v->path_dev, p.ctrl);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void *monitor_main(void *arg)
+{
+	struct pmcd *d = arg;
+	struct pmcd_path *m = &d->path;
+
+	while (!atomic_load(&m->stop)) {
+		int kicked = atomic_exchange(&m->kick, 0);
+		struct timespec until;
+
+		for (unsigned i = 0; i < PMCD_MAX_VOLUMES && !atomic_load(&m->stop); i++)
+			check_volume(d, i, kicked);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_mutex_lock(&m->lock);
+		while (!atomic_load(&m->stop) && !atomic_load(&m->kick))
+			if (pthread_cond_timedwait(&m->cond, &m->lock, &until) == ETIMEDOUT)
+				break;
+		pthread_mutex_unlock(&m->lock);
+	}
+	return NULL;
+}
+
+int pmcd_path_start(struct pmcd *d, struct pmc_err *err)
+{
+	struct pmcd_path *m = &d->path;
+	int rc;
+
+	memset(m, 0, sizeof(*m));
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->cond, NULL);
+	rc = pthread_create(&m->thread, NULL, monitor_main, d);
+	if (rc)
+		return pmc_err_set(err, rc, "NVMe-oF path monitor: %s", strerror(rc));
+	m->started = 1;
+	return 0;
+}
+
+void pmcd_path_stop(struct pmcd *d)
+{
+	struct pmcd_path *m = &d->path;
+
+	if (!m->started)
+		return;
+	pthread_mutex_lock(&m->lock);
+	atomic_store(&m->stop, 1);
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	m->started = 0;
+}
+
+void pmcd_path_kick(struct pmcd *d)
+{
+	struct pmcd_path *m = &d->path;
+
+	if (!m->started)
+		return;
+	pthread_mutex_lock(&m->lock);
+	atomic_store(&m->kick, 1);
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+}

@@ -1,0 +1,256 @@
+# t-nvmf.sh run|verify SEED [ACKED] - guest halves of vm-nvmf: pmcached in front of
+# an NVMe-oF namespace. The target is the kernel's (nvmet) exporting the
+# second emulated NVMe disk over TCP on loopback (nvme-loop when tcp does
+# not come up); pmcached connects it from its config with libnvme.
+# run:
+#  1. connect, fio write + verify through /dev/ublkb0; status shows the path;
+#  2. the target's port is removed under load: writes are absorbed and read
+#     back from the pmem, a read miss fails, write-back fails with the
+#     volume's sticky error; the port comes back: the kernel reconnects, the
+#     error clears, everything drains to the namespace;
+#  3. the port stays away past ctrl_loss_tmo: the kernel deletes the
+#     controller ("lost"); pmcached reconnects it once the port is back,
+#     the namespace reappears under another block device name, its
+#     identity matches, the disk is re-pointed and write-back drains;
+#  4. dirty data with the port away, pmcached SIGKILLed, the port back, a
+#     restart takes the device over and everything reads back and drains;
+#  5. dirty data with the port away again, then PMC_CUTME: the host cuts
+#     the power.
+# verify: first the target exports another disk (another NGUID) under the
+#   same NQN and nsid: pmcached refuses the volume naming both identities
+#   and writes nothing to it. Then the right one again, pmcached restarts
+#   (a crash restart) and connects
+#   through the target's discovery controller this time; every acknowledged
+#   region (ACKED, from the run's PMC_NVMF_ACKED line) reads back through
+#   the cache, then from the namespace's own disk after a flush.
+. /host/lib.sh
+PATH=/host/bin:$PATH
+WHAT=$1 SEED=${2:-1} ACKED=$3
+NQN=nqn.2026-12.org.pmcache:vm-nvmf
+NGUID=504d43616368652d6e766d662d763031 # "PMCache-nvmf-v01"
+CFS=/sys/kernel/config/nvmet
+SOCK=/tmp/pmcached.sock
+CONF=/tmp/pmcached.conf
+LOG=/host/out/pmcached-$WHAT.log
+SECONDS0=$(up)
+
+DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
+BACK=$(nvme_dev "$(nvme_serial 2)") || { bad "no NVMe disk 2"; exit 1; }
+ok "devdax $DAX, the target's disk $BACK"
+
+# --- the target ---------------------------------------------------------
+TR=tcp
+# target_up [DISK NGUID]: the subsystem with namespace 1 on DISK (default
+# the target's disk and NGUID)
+target_up() {
+	_disk=${1:-$BACK} _nguid=${2:-$NGUID}
+	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config
+	ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
+	mkdir -p $CFS/subsystems/$NQN/namespaces/1 $CFS/ports/1 || return 1
+	echo 1 >$CFS/subsystems/$NQN/attr_allow_any_host
+	echo pmcnvmf0001 >$CFS/subsystems/$NQN/attr_serial
+	echo "$_disk" >$CFS/subsystems/$NQN/namespaces/1/device_path
+	echo $_nguid >$CFS/subsystems/$NQN/namespaces/1/device_nguid
+	echo 1 >$CFS/subsystems/$NQN/namespaces/1/enable || return 1
+	if echo tcp >$CFS/ports/1/addr_trtype && echo ipv4 >$CFS/ports/1/addr_adrfam &&
+		echo 127.0.0.1 >$CFS/ports/1/addr_traddr && echo 4420 >$CFS/ports/1/addr_trsvcid &&
+		ln -s $CFS/subsystems/$NQN $CFS/ports/1/subsystems/$NQN; then
+		TR=tcp
+	else
+		echo "tcp port did not come up; nvme-loop instead"
+		rm -f $CFS/ports/1/subsystems/$NQN
+		echo loop >$CFS/ports/1/addr_trtype || return 1
+		ln -s $CFS/subsystems/$NQN $CFS/ports/1/subsystems/$NQN || return 1
+		TR=loop
+	fi
+}
+port_down() { rm $CFS/ports/1/subsystems/$NQN; }
+port_back() { ln -s $CFS/subsystems/$NQN $CFS/ports/1/subsystems/$NQN; }
+
+if [ "$WHAT" = verify ]; then
+	OTHER=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk 1"; exit 1; }
+	target_up "$OTHER" 0123456789abcdef0123456789abcdef || { bad "nvmet target"; exit 1; }
+else
+	target_up || { bad "nvmet target"; exit 1; }
+fi
+ok "nvmet: $NQN ns 1 = $BACK on $TR $(cat $CFS/ports/1/addr_traddr):$(cat $CFS/ports/1/addr_trsvcid)"
+
+ADDR='traddr = "127.0.0.1"; trsvcid = "4420";'
+# after the power cut: through the discovery controller (nvmet serves one
+# on every port)
+[ $WHAT = verify ] && ADDR="$ADDR discovery = \"yes\";"
+[ $TR = loop ] && ADDR=""
+cat >$CONF <<EOC
+pmem = { path = "$DAX"; };
+state_dir = "/tmp/pmcache-state";
+control = { socket = "$SOCK"; };
+queues = { count = 1; depth = 64; };
+writeback = { high_pct = 90; low_pct = 80; max_age_ms = 500; retry_ms = 200; idle_ms = 20; };
+volumes = ( { name = "net"; mode = "write-back"; ublk_id = 0;
+	disk = { transport = "$TR"; $ADDR subsysnqn = "$NQN"; nsid = 1;
+		ctrl_loss_tmo = 6; fast_io_fail_tmo = 1; reconnect_delay = 1; }; } );
+EOC
+
+status() { pmcachectl -s $SOCK status --json 2>/dev/null | tr -d ' \n'; }
+# jval NAME: the value of the volume's member NAME in status (first match)
+jval() { status | grep -o "\"$1\":\"*[^\",}]*" | head -n 1 | sed 's/.*://; s/"//g'; }
+# wait_for SECS DESC CMD...: until CMD succeeds
+wait_for() {
+	_t=$1 _d=$2
+	shift 2
+	for _i in $(seq 1 $((_t * 5))); do
+		"$@" && { ok "$_d ($(up) s)"; return 0; }
+		sleep 0.2
+	done
+	bad "$_d: not within $_t s; status: $(status)"
+	return 1
+}
+state_is() { [ "$(jval state)" = "$1" ]; }
+state_not() { [ "$(jval state)" != "$1" ] && [ -n "$(jval state)" ]; }
+dirty_is_zero() { [ "$(jval dirty_blocks)" = 0 ]; }
+dirty_nonzero() { [ "$(jval dirty_blocks)" -gt 0 ] 2>/dev/null; }
+error_set() { [ "$(jval error)" -gt 0 ] 2>/dev/null; }
+
+# region I [verify]: fio 2 MiB at I*4 MiB, crc32c headers, written and read
+# back (or only verified)
+region() {
+	fio --name=r$1 --filename=${3:-/dev/ublkb0} --ioengine=psync --direct=1 --rw=randwrite \
+		--bs=16k --offset=$(($1 * 4))M --size=2M --randseed=$((SEED + $1)) \
+		--verify=crc32c --verify_fatal=1 ${2:+--verify_only=1} --output=/tmp/r.txt \
+		>/dev/null 2>&1 || { cat /tmp/r.txt; return 1; }
+}
+# regions_ok DESC DEV I...: every region verifies on DEV
+regions_ok() {
+	_d=$1 _dev=$2
+	shift 2
+	for _r in "$@"; do
+		region $_r v $_dev || { bad "$_d: region $_r does not verify on $_dev"; return 1; }
+	done
+	ok "$_d: regions $* verify on $_dev"
+}
+raw_dev() { # the namespace's own disk, read around the cache and the fabric
+	echo "$BACK"
+}
+
+if [ "$WHAT" = verify ]; then
+	[ -n "$ACKED" ] || { bad "no acknowledged regions given"; exit 1; }
+	# another namespace behind the same NQN and nsid: refused
+	SUM=$(dd if="$OTHER" bs=1M count=16 iflag=direct 2>/dev/null | md5sum)
+	timeout 120 pmcached -c $CONF >/tmp/wrong.log 2>&1
+	_rc=$?
+	grep -q "volume net: wrong disk: the cache recorded nvme.nguid-$NGUID, .* is nvme.nguid-0123456789abcdef0123456789abcdef; refusing to attach" /tmp/wrong.log &&
+		[ $_rc -ne 0 ] && [ $_rc -ne 124 ] &&
+		ok "another namespace behind the NQN is refused: $(grep 'wrong disk' /tmp/wrong.log)" ||
+		{ bad "the wrong namespace (exit $_rc):"; cat /tmp/wrong.log; }
+	[ "$(dd if="$OTHER" bs=1M count=16 iflag=direct 2>/dev/null | md5sum)" = "$SUM" ] &&
+		ok "the other disk did not change" || bad "the other disk changed"
+	nvme disconnect -n $NQN >/dev/null
+	echo 0 >$CFS/subsystems/$NQN/namespaces/1/enable &&
+		echo "$BACK" >$CFS/subsystems/$NQN/namespaces/1/device_path &&
+		echo $NGUID >$CFS/subsystems/$NQN/namespaces/1/device_nguid &&
+		echo 1 >$CFS/subsystems/$NQN/namespaces/1/enable || bad "the target's namespace back"
+	pmcached_start $CONF $LOG || { bad "pmcached did not restart"; cat $LOG; exit 1; }
+	grep -E "restart|ready|volume net" $LOG | tail -5
+	if [ $TR = tcp ]; then
+		dmesg | grep -q 'new ctrl: NQN "nqn.2014-08.org.nvmexpress.discovery"' &&
+			ok "pmcached connected through the discovery controller" ||
+			bad "no discovery controller was connected"
+	fi
+	pmcachectl -s $SOCK status
+	wait_for 30 "path live after the power cut" state_is live
+	regions_ok "after the power cut, through the cache" /dev/ublkb0 $ACKED
+	pmcachectl -s $SOCK flush >/dev/null && ok "flush" || bad "flush after the power cut"
+	regions_ok "after the power cut and a flush, on the namespace's disk" "$(raw_dev)" $ACKED
+	pmcachectl -s $SOCK shutdown --remove-devices >/dev/null
+	wait $PID
+	echo "PMC_NVMF_TIME verify $(awk "BEGIN { print $(up) - $SECONDS0 }") s"
+	exit $FAIL
+fi
+
+# --- 1. connect, fio verify ---------------------------------------------
+pmcachectl format --force "$DAX" >/dev/null || { bad "format"; exit 1; }
+: >$LOG
+pmcached_start $CONF $LOG || { bad "pmcached did not start"; cat $LOG; exit 1; }
+grep "volume net" $LOG
+[ "$(jval state)" = live ] && ok "status: path $(jval controller) $(jval device) live" ||
+	bad "status after start: $(status)"
+pmcachectl -s $SOCK status
+case "$(jval disk_id)" in
+nvme.nguid-$NGUID) ok "the volume recorded the namespace's identity $(jval disk_id)" ;;
+*) bad "disk_id $(jval disk_id), expected nvme.nguid-$NGUID" ;;
+esac
+pmcachectl -s $SOCK disks >/tmp/disks.txt 2>&1
+grep -q "$NQN" /tmp/disks.txt && ok "pmcachectl disks lists the fabric controller" ||
+	{ bad "pmcachectl disks:"; cat /tmp/disks.txt; }
+cat /tmp/disks.txt
+region 0 && region 1 && ok "fio write + verify through the cache (regions 0 1)" || bad "fio on ublkb0"
+wait_for 30 "written back" dirty_is_zero
+regions_ok "written back" "$(raw_dev)" 0 1
+
+# --- 2. the port removed under load, and back ---------------------------
+fio --name=load --filename=/dev/ublkb0 --ioengine=psync --direct=1 --rw=randwrite --bs=4k \
+	--offset=100M --size=8M --time_based --runtime=6 --output=/tmp/load.txt >/dev/null 2>&1 &
+LOADPID=$!
+sleep 1
+port_down && ok "port removed under load"
+wait_for 20 "path down (state $(jval state))" state_not live
+region 2 && region 3 && ok "writes absorbed while the path is down (regions 2 3 read back from the pmem)" ||
+	bad "writes while the path is down"
+wait_for 20 "write-back fails with the volume's sticky error" error_set
+dirty_nonzero && ok "dirty data kept: $(jval dirty_blocks) blocks" || bad "no dirty data while down"
+if dd if=/dev/ublkb0 of=/dev/null bs=4k count=1 skip=$((600 * 256)) iflag=direct 2>/dev/null; then
+	bad "a read miss succeeded with the path down"
+else
+	ok "a read miss fails while the path is down"
+fi
+regions_ok "hits while the path is down" /dev/ublkb0 0 1 2 3
+wait $LOADPID && ok "the load ran through the outage" || { bad "fio load:"; cat /tmp/load.txt; }
+port_back && ok "port back"
+wait_for 30 "the kernel reconnected: path live" state_is live
+wait_for 60 "the dirty data drained" dirty_is_zero
+[ "$(jval error)" = 0 ] && ok "sticky error cleared" || bad "error still $(jval error)"
+regions_ok "after the outage, on the namespace's disk" "$(raw_dev)" 0 1 2 3
+
+# --- 3. lost for good (ctrl_loss_tmo), the daemon reconnects -----------
+DEV1=$(jval device)
+port_down
+region 4 && ok "region 4 absorbed with the port away"
+wait_for 40 "controller lost (ctrl_loss_tmo ran out)" state_is lost
+region 5 && ok "region 5 absorbed with the controller lost"
+port_back
+wait_for 60 "the daemon reconnected: path live" state_is live
+DEV2=$(jval device)
+[ "$DEV2" != "$DEV1" ] && ok "the namespace came back as $DEV2 (was $DEV1), identity checked" ||
+	echo "note: the namespace came back under the same name $DEV2"
+grep -E "reconnected|namespace is now|path back" $LOG | tail -3
+wait_for 60 "drained after the reconnect" dirty_is_zero
+regions_ok "after the reconnect, on the namespace's disk" "$(raw_dev)" 4 5
+
+# --- 4. SIGKILL with dirty data and the port away -------------------------
+port_down
+wait_for 20 "path down again" state_not live
+region 6 && ok "region 6 absorbed"
+dirty_nonzero || bad "no dirty data before the kill"
+D6=$(jval dirty_blocks)
+kill -9 $PID
+wait $PID 2>/dev/null
+ok "pmcached SIGKILLed with $D6 dirty blocks in the pmem and the port away"
+port_back
+wait_for 30 "the kernel reconnected while no daemon ran" sh -c \
+	"grep -q live /sys/class/nvme/*/state"
+pmcached_start $CONF $LOG || { bad "pmcached did not restart"; cat $LOG; exit 1; }
+regions_ok "after SIGKILL and takeover, through the cache" /dev/ublkb0 0 1 2 3 4 5 6
+wait_for 60 "drained after the restart" dirty_is_zero
+regions_ok "after SIGKILL, on the namespace's disk" "$(raw_dev)" 6
+
+# --- 5. power cut with dirty data and the port away -----------------------
+port_down
+wait_for 20 "path down for the power cut" state_not live
+region 7 && ok "region 7 absorbed"
+echo "PMC_NVMF_ACKED 0 1 2 3 4 5 6 7"
+echo "PMC_NVMF_TIME run $(awk "BEGIN { print $(up) - $SECONDS0 }") s"
+[ $FAIL = 0 ] || exit 1
+echo PMC_CUTME
+region 8 >/dev/null 2>&1
+sleep 30
+exit 1
