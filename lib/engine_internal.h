@@ -67,7 +67,7 @@ struct pmc_evol {
 	atomic_int plain_flying; /* plain disk writes and discards in flight */
 	atomic_int no_volatile;	/* the device promised no volatile cache: always DSYNC */
 	atomic_uint_fast64_t seq_next; /* sequential read detection: next expected offset */
-	atomic_uint_fast64_t pmc_eng_seq_run;  /* bytes in the current run */
+	atomic_uint_fast64_t seq_run;  /* bytes in the current run */
 	atomic_uint_fast64_t seq_wnext; /* ... of writes (write-back bypass) */
 	atomic_uint_fast64_t seq_wrun;
 	atomic_uint_fast64_t oldest_birth_ns; /* last full sweep */

@@ -61,7 +61,7 @@ int pmc_eng_seq_run(struct pmc_evol *v, atomic_uint_fast64_t *next, atomic_uint_
 
 static int sequential(struct pmc_evol *v, uint64_t off, uint64_t len)
 {
-	return pmc_eng_seq_run(v, &v->seq_next, &v->pmc_eng_seq_run, off, len);
+	return pmc_eng_seq_run(v, &v->seq_next, &v->seq_run, off, len);
 }
 
 static void read_io_done(struct pmc_io *io, int res)
