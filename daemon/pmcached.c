@@ -277,14 +277,6 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	return 0;
 }
 
-struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name)
-{
-	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)
-		if (d->vols[i].used && !strcmp(d->vols[i].conf.name, name))
-			return &d->vols[i];
-	return NULL;
-}
-
 /* with force, a volume whose disk fails write-back is detached anyway, its
  * dirty data kept in the pmem for the next attach; an open device is
  * never removed. May run on the control worker (ctlsrv.c). */

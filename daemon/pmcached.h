@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cache.h"
 #include "config.h"
@@ -65,7 +66,15 @@ struct pmcd {
 int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
 		    struct pmc_err *err);
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err);
-struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name);
+/* the served volume called name, or NULL (inline: ctlsrv_stress links
+ * ctlsrv.c without pmcached.c) */
+static inline struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name)
+{
+	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)
+		if (d->vols[i].used && !strcmp(d->vols[i].conf.name, name))
+			return &d->vols[i];
+	return NULL;
+}
 void pmcd_status(struct pmcd *d, char *buf, size_t len);
 
 /* the identity the cache recorded for the volume's disk; "" none (inline:

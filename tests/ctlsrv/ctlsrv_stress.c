@@ -80,14 +80,6 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	return 0;
 }
 
-struct pmcd_volume *pmcd_volume_find(struct pmcd *d, const char *name)
-{
-	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)
-		if (d->vols[i].used && !strcmp(d->vols[i].conf.name, name))
-			return &d->vols[i];
-	return NULL;
-}
-
 /* as pmcached's: write-around, flush through the write-back thread, detach */
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err)
 {
