@@ -147,6 +147,7 @@ struct pmc_engine {
 	uint64_t wb_cursor;	/* next descriptor, or next block of the dirty map */
 	int wb_map;		/* the dirty map is complete: write-back walks it */
 	int wb_wrapped;		/* the walk passed the map's end in this step */
+	int wb_rewound;		/* the last step moved the cursor back */
 	int wb_active;		/* between the watermarks */
 	unsigned wb_inflight;	/* write-back writes in flight */
 	unsigned wb_held;	/* ... completed, waiting for their round's sync */

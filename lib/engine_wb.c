@@ -611,11 +611,20 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	if (r)
 		round_seal(e, r);
 	/* the limit stopped the step: the next one starts at the first block
-	 * not taken (unless the walk wrapped: the pass then ended) */
-	if (i < n && e->wb_map && !e->wb_wrapped)
+	 * not taken (unless the walk wrapped: the pass then ended), but not
+	 * twice in a row: the step after a rewind leaves the cursor where its
+	 * walk ended. Without that, a window of blocks that foreground writes
+	 * keep dirtying again (the allocator reuses what write-back just
+	 * cleaned) held the cursor for good, and dirty blocks beyond it - a
+	 * whole volume's - were never written back. */
+	if (i < n && e->wb_map && !e->wb_wrapped && !e->wb_rewound) {
 		for (unsigned k = i; k < n; k++)
 			if (e->items[k].blk < e->wb_cursor)
 				e->wb_cursor = e->items[k].blk;
+		e->wb_rewound = 1;
+	} else {
+		e->wb_rewound = 0;
+	}
 	pthread_mutex_unlock(&e->wb_lock);
 	return (int)started;
 }
