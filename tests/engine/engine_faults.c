@@ -17,6 +17,11 @@
  *   wb_fair       write-back limited to one write in flight while the
  *                 lower-numbered volume keeps writing: the other volume's
  *                 dirty blocks are written back too (not after it stops)
+ *   wb_window     a full cache, one write in flight, a window of the
+ *                 dirty map that foreground writes keep dirtying again (each
+ *                 new block takes the one write-back just cleaned): the
+ *                 cursor still leaves the window, and the dirty blocks
+ *                 beyond it - another volume's - are written back
  *   read_error    failed reads return -EIO and cache nothing; healed, exact
  *   write_error   write-around, write-through, flush and discard errors
  *                 reach the request; the data is old or new, never garbage
@@ -611,6 +616,73 @@ static void sc_wb_fair(void)
 	g_no_steps = 0;
 	teardown();
 	printf("ok: wb_fair\n");
+}
+
+/* blocks one write-back step considers (WB_BATCH, lib/engine_internal.h) */
+#define WB_STEP_BLOCKS 512u
+
+static void sc_wb_window(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *a = &g_v[0], *b = &g_v[1];
+	uint64_t nr, na, low_b = UINT64_MAX, blk, steps;
+	unsigned b_clean = 0;
+	enum pmc_block_state st;
+
+	base_wb(&wb);
+	wb.max_inflight = 1;
+	wb.busy_inflight = 1;
+	wb.max_io_bytes = BS; /* one block per write: no merging of neighbours */
+	setup("wb_window: a window of the dirty map kept dirty by foreground writes", 1024, 2,
+	      8192, &wb, NULL);
+	g_no_steps = 1;
+	nr = g_t.c->nr_blocks;
+	if (nr < 2 * WB_STEP_BLOCKS || nr > 2048)
+		T_FAIL("setup: %" PRIu64 " cache blocks", nr);
+	/* the cache full of dirty blocks: a's first, in falling block numbers
+	 * (the lowest cache blocks hold a's highest lbas), then b's 8 */
+	na = nr - 8;
+	for (uint64_t i = 0; i < na; i++)
+		T_EQ(write_ver(a, na - 1 - i, 1, 2, 0), 0);
+	for (uint64_t i = 0; i < 8; i++)
+		T_EQ(write_ver(b, 10 * i, 1, 3, 0), 0);
+	/* the construction: b's blocks lie beyond the first WB_STEP_BLOCKS dirty
+	 * blocks of the map, so a step that starts at block 0 never sees them */
+	for (uint64_t i = 0; i < 8; i++) {
+		T_EQ(pmc_cache_lookup_pin(g_t.c, b->vol, 10 * i, &blk, &st), 0);
+		pmc_cache_unpin(g_t.c, blk);
+		T_EQ(st, PMC_BLK_DIRTY);
+		if (blk < low_b)
+			low_b = blk;
+	}
+	if (low_b < WB_STEP_BLOCKS + 8)
+		T_FAIL("setup: volume %s's lowest cache block is %" PRIu64 ", within the first %u",
+		       b->name, low_b, WB_STEP_BLOCKS + 8);
+	/* each step writes one block back; then a writes a new block (a fresh,
+	 * high lba, taken late), which can only go to the block just cleaned */
+	for (steps = 0; steps < 400 && b_clean < 8; steps++) {
+		pmc_engine_writeback_step(g_t.e, g_q);
+		while (pmc_queue_busy(g_q))
+			pmc_queue_poll(g_q, 1, 10000000ull);
+		T_EQ(write_ver(a, na + steps, 1, 4, 0), 0);
+		b_clean = 0;
+		for (uint64_t i = 0; i < 8; i++)
+			b_clean += !(cached(b, 10 * i, &st) && st == PMC_BLK_DIRTY);
+	}
+	printf("%" PRIu64 " steps of one write each, %u of %s's 8 blocks written back "
+	       "(%" PRIu64 " cache blocks, %s's from block %" PRIu64 ")\n",
+	       steps, b_clean, b->name, nr, b->name, low_b);
+	/* a step that rewinds is followed by one that does not: within about
+	 * 2 x 8 x 2 steps of b's blocks entering the window */
+	if (b_clean < 8)
+		T_FAIL("volume %s: %u of 8 dirty blocks written back in %" PRIu64 " steps while "
+		       "%s kept dirtying the window the write-back cursor stood in: starved",
+		       b->name, b_clean, steps, a->name);
+	for (uint64_t i = 0; i < 8; i++)
+		expect_disk(b, 10 * i, 1, ONE(3), "written back beyond the window");
+	g_no_steps = 0;
+	teardown();
+	printf("ok: wb_window\n");
 }
 
 static void sc_read_error(void)
@@ -1555,6 +1627,7 @@ static const struct {
 } scenarios[] = {
 	{"refusals", sc_refusals},   {"wb_error", sc_wb_error},
 	{"wb_backoff", sc_wb_backoff}, {"wb_fair", sc_wb_fair},
+	{"wb_window", sc_wb_window},
 	{"read_error", sc_read_error}, {"write_error", sc_write_error},
 	{"flush_fail", sc_flush_fail}, {"short_eagain", sc_short_eagain},
 	{"latency", sc_latency},     {"nospace", sc_nospace},
