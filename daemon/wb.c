@@ -39,8 +39,11 @@ static void *wb_main(void *arg)
 			atomic_store(&wb->flush_busy, 0);
 			continue;
 		}
-		if (pmc_engine_writeback_step(wb->e, wb->q) == 0 && pmc_queue_busy(wb->q) == 0) {
-			/* nothing to do: pace the sweeps */
+		if (pmc_engine_writeback_step(wb->e, wb->q) == 0 && pmc_queue_busy(wb->q) == 0 &&
+		    !pmc_engine_wb_rebuilding(wb->e)) {
+			/* nothing to do: pace the sweeps (not the dirty map's
+			 * rebuild: until it completes, write-back sweeps the
+			 * descriptor table) */
 			struct timespec ts = {0, 10000000};
 
 			nanosleep(&ts, NULL);

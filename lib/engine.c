@@ -167,6 +167,10 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 	pthread_mutex_init(&e->dw_lock, NULL);
 	for (uint32_t i = 0; i < nvols; i++)
 		e->wb_oldest[i] = UINT64_MAX;
+	/* a new or cleanly closed cache without dirty blocks needs no rebuild
+	 * of its dirty map: complete before the first write marks a block */
+	if (c)
+		pmc_cache_dirty_rebuild(c, 0);
 	*out = e;
 	return 0;
 }

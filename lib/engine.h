@@ -192,6 +192,10 @@ int pmc_queue_fixed_buffers(struct pmc_queue *q);
 
 /* Start what write-back the policy allows now; returns I/Os started. */
 int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q);
+/* 1 while the steps still rebuild the cache's dirty map after an open:
+ * a step that started no I/O then did work all the same, and the caller
+ * should not pause before the next one */
+int pmc_engine_wb_rebuilding(struct pmc_engine *e);
 /*
  * Write back every dirty block (of one volume, or all with vol = UINT32_MAX)
  * and wait. progress(dirty blocks left, arg) is called as it goes. Fails

@@ -629,6 +629,11 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	return (int)started;
 }
 
+int pmc_engine_wb_rebuilding(struct pmc_engine *e)
+{
+	return e->c && !pmc_cache_dirty_map_done(e->c);
+}
+
 int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol,
 			 void (*progress)(uint64_t left, void *arg), void *arg,
 			 struct pmc_err *err)
@@ -666,8 +671,10 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 		uint64_t left;
 		int failing = 0;
 
-		if (pmc_engine_writeback_step(e, q) == 0 && pmc_queue_busy(q) == 0) {
-			/* nothing to start (back-off): do not spin */
+		if (pmc_engine_writeback_step(e, q) == 0 && pmc_queue_busy(q) == 0 &&
+		    !pmc_engine_wb_rebuilding(e)) {
+			/* nothing to start (back-off): do not spin; a step that
+			 * rebuilt part of the dirty map made progress */
 			struct timespec ts = {0, 2000000};
 
 			nanosleep(&ts, NULL);

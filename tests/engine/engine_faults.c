@@ -17,6 +17,10 @@
  *   wb_fair       write-back limited to one write in flight while the
  *                 lower-numbered volume keeps writing: the other volume's
  *                 dirty blocks are written back too (not after it stops)
+ *   wb_rebuild    the dirty map: complete at once on a new cache and on
+ *                 one closed without dirty blocks; rebuilt by the steps
+ *                 after a reopen with dirty blocks, which flush_all then
+ *                 writes back
  *   wb_window     a full cache, one write in flight, a window of the
  *                 dirty map that foreground writes keep dirtying again (each
  *                 new block takes the one write-back just cleaned): the
@@ -616,6 +620,52 @@ static void sc_wb_fair(void)
 	g_no_steps = 0;
 	teardown();
 	printf("ok: wb_fair\n");
+}
+
+static void sc_wb_rebuild(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct pmc_vol_stats s;
+	struct pmc_err e2;
+
+	base_wb(&wb);
+	setup("wb_rebuild: the dirty map after a reopen", 1024, 1, 4096, &wb, NULL);
+	if (pmc_engine_wb_rebuilding(g_t.e))
+		T_FAIL("a new cache: the dirty map is being rebuilt (nothing to rebuild)");
+	g_no_steps = 1;
+	for (uint64_t i = 0; i < 64; i++)
+		T_EQ(write_ver(v, 7 * i, 1, 2, 0), 0);
+	/* closed cleanly with 64 dirty blocks: the map is DRAM, rebuilt after
+	 * the open */
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 0);
+	et_open(&g_t, 0);
+	et_attach(&g_t, v, NULL, &fdisk_ops, &g_f[0]);
+	g_q = et_queue(g_t.e, 32);
+	if (!pmc_engine_wb_rebuilding(g_t.e))
+		T_FAIL("reopened with 64 dirty blocks: the dirty map counts as complete before "
+		       "its rebuild");
+	memset(&e2, 0, sizeof(e2));
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, v->vol, NULL, NULL, &e2));
+	if (pmc_engine_wb_rebuilding(g_t.e))
+		T_FAIL("flush_all returned with the dirty map still being rebuilt");
+	et_stats(g_t.e, v->vol, &s);
+	T_EQ(s.dirty_blocks, 0);
+	for (uint64_t i = 0; i < 64; i++)
+		expect_disk(v, 7 * i, 1, ONE(2), "flushed after the reopen");
+	/* closed with nothing dirty: complete at once again */
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 0);
+	et_open(&g_t, 0);
+	et_attach(&g_t, v, NULL, &fdisk_ops, &g_f[0]);
+	g_q = et_queue(g_t.e, 32);
+	if (pmc_engine_wb_rebuilding(g_t.e))
+		T_FAIL("reopened without dirty blocks: the dirty map is being rebuilt");
+	expect_engine(v, 0, 1, ONE(2), "after the second reopen");
+	g_no_steps = 0;
+	teardown();
+	printf("ok: wb_rebuild\n");
 }
 
 /* blocks one write-back step considers (WB_BATCH, lib/engine_internal.h) */
@@ -1627,7 +1677,7 @@ static const struct {
 } scenarios[] = {
 	{"refusals", sc_refusals},   {"wb_error", sc_wb_error},
 	{"wb_backoff", sc_wb_backoff}, {"wb_fair", sc_wb_fair},
-	{"wb_window", sc_wb_window},
+	{"wb_window", sc_wb_window}, {"wb_rebuild", sc_wb_rebuild},
 	{"read_error", sc_read_error}, {"write_error", sc_write_error},
 	{"flush_fail", sc_flush_fail}, {"short_eagain", sc_short_eagain},
 	{"latency", sc_latency},     {"nospace", sc_nospace},
