@@ -341,8 +341,8 @@ const struct pmc_config_key pmc_config_table[] = {
      .flags = PMC_CONFIG_SECRET,
      .def = "",
      .max = PMC_CONFIG_KEY_MAX,
-     .doc = "NVMe-oF: the controller's secret, for bidirectional authentication; \"\": "
-	    "none; never shown"},
+     .doc = "NVMe-oF: the controller's secret, for bidirectional authentication (not with "
+	    "discovery); \"\": none; never shown"},
     {.key = "disk.discovery",
      VOL(nvmf.discovery),
      .type = PMC_CONFIG_T_WORD,
@@ -1135,6 +1135,15 @@ int pmc_config_volume_check(const struct pmc_config_volume *v, const char *where
 	if (n->dhchap_ctrl_key[0] && !n->dhchap_key[0])
 		return pmc_err_set(err, EINVAL,
 				   "%s: volume \"%s\" disk.dhchap_ctrl_key: needs disk.dhchap_key",
+				   where, v->name);
+	/* a controller found through the discovery log is connected by
+	 * libnvme from the log entry, which takes no controller key: it would
+	 * connect without the bidirectional authentication asked for */
+	if (n->dhchap_ctrl_key[0] && n->discovery)
+		return pmc_err_set(err, EINVAL,
+				   "%s: volume \"%s\" disk.dhchap_ctrl_key: not with disk.discovery "
+				   "(a discovered controller is connected without it); give the "
+				   "subsystem's own port as traddr",
 				   where, v->name);
 	return 0;
 }

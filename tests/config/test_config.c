@@ -875,12 +875,16 @@ static void test_nvmf(void)
 		     "     hostnqn = \"nqn.2014-08.org.example:host\";\n"
 		     "     hostid = \"11111111-2222-3333-4444-555555555555\";\n"
 		     "     dhchap_key = \"DHHC-1:00:c2VjcmV0:\"; dhchap_ctrl_key = \"DHHC-1:00:Y3RybA==:\";\n"
-		     "     discovery = \"yes\"; ctrl_loss_tmo = -1; fast_io_fail_tmo = 2;\n"
+		     "     ctrl_loss_tmo = -1; fast_io_fail_tmo = 2;\n"
 		     "     reconnect_delay = 1; }; },\n"
 		     " { name = \"lo\"; disk = { transport = \"loop\";\n"
-		     "     subsysnqn = \"nqn.2014-08.org.example:disk1\"; nsid = 2; }; } );\n",
+		     "     subsysnqn = \"nqn.2014-08.org.example:disk1\"; nsid = 2; }; },\n"
+		     " { name = \"disc\"; disk = { transport = \"tcp\"; traddr = \"fd00::3\";\n"
+		     "     subsysnqn = \"nqn.2014-08.org.example:disk3\"; nsid = 3;\n"
+		     "     dhchap_key = \"DHHC-1:00:c2VjcmV0:\"; discovery = \"yes\"; }; } );\n",
 		&c);
-	T_EQ(c.volumes[1].nvmf.discovery, 1);
+	T_EQ(c.volumes[1].nvmf.discovery, 0);
+	T_EQ(c.volumes[3].nvmf.discovery, 1);
 	T_EQ(c.volumes[1].nvmf.ctrl_loss_tmo, -1);
 	T_EQ(c.volumes[2].nvmf.transport, PMC_CONFIG_TR_LOOP);
 	for (unsigned docs = 0; docs < 2; docs++) {
@@ -933,6 +937,9 @@ static void test_nvmf(void)
 	    "volume \"net\" disk.dhchap_key: not a DH-HMAC-CHAP secret (DHHC-1:...)");
 	BAD(NVMF_VOL("dhchap_ctrl_key = \"DHHC-1:00:x:\";"), EINVAL,
 	    "volume \"net\" disk.dhchap_ctrl_key: needs disk.dhchap_key");
+	BAD(NVMF_VOL("dhchap_key = \"DHHC-1:00:c2VjcmV0:\"; dhchap_ctrl_key = \"DHHC-1:00:Y3RybA==:\"; "
+		     "discovery = \"yes\";"),
+	    EINVAL, "volume \"net\" disk.dhchap_ctrl_key: not with disk.discovery");
 	BAD(NVMF_VOL("ctrl_loss_tmo = -2;"), ERANGE, "disk.ctrl_loss_tmo (volume \"net\"): -2 is below "
 						     "the minimum -1");
 	BAD(PMEM "volumes = ( { name = \"a\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
