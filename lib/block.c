@@ -209,11 +209,6 @@ int pmc_cache_alloc(struct pmc_cache *c, int mode, uint64_t *blk)
 	return -ENOSPC;
 }
 
-int pmc_cache_dirty_map_done(struct pmc_cache *c)
-{
-	return atomic_load(&c->dirty_map_complete);
-}
-
 int pmc_cache_dirty_rebuild(struct pmc_cache *c, uint64_t max)
 {
 	if (atomic_load(&c->dirty_map_complete))

@@ -267,8 +267,6 @@ int pmc_cache_mark_clean_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, 
  * pmc_cache_dirty_forget().
  */
 int pmc_cache_dirty_rebuild(struct pmc_cache *c, uint64_t max);
-/* 1 once the rebuild completed (the map holds every live dirty block) */
-int pmc_cache_dirty_map_done(struct pmc_cache *c);
 int pmc_cache_dirty_next(struct pmc_cache *c, uint64_t from, uint64_t *blk);
 void pmc_cache_dirty_forget(struct pmc_cache *c, uint64_t blk);
 

@@ -631,7 +631,9 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 
 int pmc_engine_wb_rebuilding(struct pmc_engine *e)
 {
-	return e->c && !pmc_cache_dirty_map_done(e->c);
+	/* max 0: reads whether the map is complete (taking the shortcut of a
+	 * cache without dirty blocks), rebuilds nothing */
+	return e->c && !pmc_cache_dirty_rebuild(e->c, 0);
 }
 
 int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol,

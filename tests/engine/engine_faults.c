@@ -622,6 +622,16 @@ static void sc_wb_fair(void)
 	printf("ok: wb_fair\n");
 }
 
+/* close the cache cleanly and open it again with volume v attached */
+static void reopen_one(struct et_vol *v)
+{
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 0);
+	et_open(&g_t, 0);
+	et_attach(&g_t, v, NULL, &fdisk_ops, &g_f[0]);
+	g_q = et_queue(g_t.e, 32);
+}
+
 static void sc_wb_rebuild(void)
 {
 	struct pmc_wb_conf wb;
@@ -638,11 +648,7 @@ static void sc_wb_rebuild(void)
 		T_EQ(write_ver(v, 7 * i, 1, 2, 0), 0);
 	/* closed cleanly with 64 dirty blocks: the map is DRAM, rebuilt after
 	 * the open */
-	pmc_queue_destroy(g_q);
-	et_close(&g_t, 0);
-	et_open(&g_t, 0);
-	et_attach(&g_t, v, NULL, &fdisk_ops, &g_f[0]);
-	g_q = et_queue(g_t.e, 32);
+	reopen_one(v);
 	if (!pmc_engine_wb_rebuilding(g_t.e))
 		T_FAIL("reopened with 64 dirty blocks: the dirty map counts as complete before "
 		       "its rebuild");
@@ -655,11 +661,7 @@ static void sc_wb_rebuild(void)
 	for (uint64_t i = 0; i < 64; i++)
 		expect_disk(v, 7 * i, 1, ONE(2), "flushed after the reopen");
 	/* closed with nothing dirty: complete at once again */
-	pmc_queue_destroy(g_q);
-	et_close(&g_t, 0);
-	et_open(&g_t, 0);
-	et_attach(&g_t, v, NULL, &fdisk_ops, &g_f[0]);
-	g_q = et_queue(g_t.e, 32);
+	reopen_one(v);
 	if (pmc_engine_wb_rebuilding(g_t.e))
 		T_FAIL("reopened without dirty blocks: the dirty map is being rebuilt");
 	expect_engine(v, 0, 1, ONE(2), "after the second reopen");
