@@ -773,10 +773,12 @@ int pmc_queue_create_opts(struct pmc_engine *e, unsigned depth, const struct pmc
 		return pmc_err_set(err, ENOMEM, "queue: out of memory");
 	q->e = e;
 	q->depth = depth;
+	q->pub_tail = &q->pub;
 	q->ctxs = calloc(depth, sizeof(*q->ctxs));
 	q->pending = calloc(depth * 4, sizeof(*q->pending));
 	q->stats = calloc(e->nvols, sizeof(*q->stats));
-	if (!q->ctxs || !q->pending || !q->stats) {
+	q->dirtying = calloc(e->nvols, sizeof(*q->dirtying));
+	if (!q->ctxs || !q->pending || !q->stats || !q->dirtying) {
 		rc = pmc_err_set(err, ENOMEM, "queue: out of memory");
 		goto err_free;
 	}
@@ -828,6 +830,7 @@ err_free:
 	free(q->ctxs);
 	free(q->pending);
 	free(q->stats);
+	free(q->dirtying);
 	free(q);
 	return rc;
 }
@@ -872,6 +875,7 @@ void pmc_queue_destroy(struct pmc_queue *q)
 	free(q->ctxs);
 	free(q->pending);
 	free(q->stats);
+	free(q->dirtying);
 	free(q);
 }
 
@@ -1059,11 +1063,15 @@ int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns)
 			pmc_engine_writeback_step(q->e, q);
 			retry_waiting(q);
 		}
+		/* writes submitted since the last poll, published together */
+		pmc_eng_publish_deferred(q);
 		/* finished requests complete without waiting on the ring */
 		n = pmc_ring_poll(q->ring, wait && !q->done,
 				  timeout_ns ? timeout_ns : 10000000ull);
 		if (n < 0)
 			break;
+		/* ... and those of the requests that came in with it */
+		pmc_eng_publish_deferred(q);
 		n += run_done(q);
 		if (n || !wait)
 			break;

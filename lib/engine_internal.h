@@ -190,6 +190,12 @@ struct pmc_req_ctx {
 	int around;
 	struct pmc_req_ctx *anext, **aprev; /* e->around_flying (dw_lock) */
 	uint64_t gen;		/* flush: wr_done when its sync was issued */
+	/* write-back blocks [pub_lo, pub_hi) copied in, waiting in q->pub to
+	 * be published with the other writes of the loop iteration; pub_ref:
+	 * the request holds the volume's dirtying reference until then */
+	uint32_t pub_lo, pub_hi;
+	int pub_listed, pub_ref;
+	struct pmc_req_ctx *pub_next;
 	struct pmc_req_ctx *next;
 };
 
@@ -202,11 +208,16 @@ struct pmc_queue {
 	struct pmc_req_ctx *waiting, *waiting_tail; /* no free block: retried */
 	struct pmc_req_ctx *done;		    /* complete from poll */
 	struct pmc_io *held, *held_tail;	    /* disk writes waiting on write-back, FIFO */
+	struct pmc_req_ctx *pub, **pub_tail;	    /* writes to publish, FIFO */
 	struct pmc_req **pending;		    /* no free context yet: FIFO */
 	unsigned npending, pend_head;
 	unsigned busy;				    /* contexts in use */
 	int in_poll;				    /* pmc_queue_poll on the stack */
 	struct pmc_vol_stats *stats;		    /* [max_volumes] */
+	/* [max_volumes] writes of this queue that may make dirty blocks of
+	 * the volume; the queue holds the volume's dirtying reference while
+	 * this is not 0 (engine_write.c) */
+	unsigned *dirtying;
 	struct pmc_queue *next;
 };
 
@@ -267,6 +278,7 @@ void pmc_eng_start_write(struct pmc_req_ctx *x);
 void pmc_eng_resume_write(struct pmc_req_ctx *x);
 void pmc_eng_start_flush(struct pmc_req_ctx *x);
 void pmc_eng_start_discard(struct pmc_req_ctx *x);
+void pmc_eng_publish_deferred(struct pmc_queue *q);
 
 /* engine_wb.c */
 int pmc_eng_wb_claim(struct pmc_engine *e, struct wb_io *w);

@@ -1,12 +1,15 @@
 /* engine_write.c - writes in every mode, flushes and discards.
  *
- *  - write-back: each block is copied into a new cache block, and the
- *    blocks of a request are published dirty together (two persist
- *    barriers per batch, FORMAT.md): durable in pmem before the request
- *    completes. With no free block the request waits for write-back (or
- *    goes around, as configured). A sequential stream beyond seq_cutoff
- *    goes around the cache.
- *  - write-through: as write-back, then the pinned blocks are written to
+ *  - write-back: each block gets a new cache block at submission; the
+ *    request then waits in the queue's publish list until the end of the
+ *    loop iteration, when the data of every write of the iteration is
+ *    copied in and all their blocks are published dirty together (two
+ *    persist barriers per batch of up to 256 blocks, FORMAT.md): durable
+ *    in pmem before any of them completes. With no free block the request
+ *    waits for write-back (or goes around, as configured). A sequential
+ *    stream beyond seq_cutoff goes around the cache.
+ *  - write-through: as write-back but published at once (not deferred),
+ *    then the pinned blocks are written to
  *    the disk with RWF_DSYNC and marked clean; the request completes after
  *    both.
  *  - write-around, pass-through, and any write while a volume drains for a
@@ -200,68 +203,197 @@ void pmc_eng_park(struct pmc_req_ctx *x)
  */
 static int write_cached_marked(struct pmc_req_ctx *x, int through);
 
+/*
+ * The volume's dirtying reference (pmc_eng_state_begin_dirty), taken once
+ * by the queue for all of its writes in progress on the volume: the
+ * writes of a loop iteration share one locked instruction, not one each.
+ */
+static int queue_begin_dirty(struct pmc_queue *q, uint32_t vol)
+{
+	int rc = 0;
+
+	if (!q->dirtying[vol])
+		rc = pmc_eng_state_begin_dirty(q->e, vol);
+	if (!rc)
+		q->dirtying[vol]++;
+	return rc;
+}
+
+static void queue_end_dirty(struct pmc_queue *q, uint32_t vol)
+{
+	PMC_BUG_ON(!q->dirtying[vol], "volume %u: dirtying reference underflow", vol);
+	if (--q->dirtying[vol] == 0)
+		pmc_eng_state_end_dirty(q->e, vol);
+}
+
 static int write_cached(struct pmc_req_ctx *x, int through)
 {
 	uint32_t vol = x->req->vol;
 	int rc;
 
-	if (pmc_eng_state_begin_dirty(x->q->e, vol)) {
+	if (queue_begin_dirty(x->q, vol)) {
 		/* the marker could not be made durable: no dirty data then */
 		write_around(x, x->cursor, x->n, 1);
 		x->cursor = x->n;
 		return 0;
 	}
 	rc = write_cached_marked(x, through);
-	pmc_eng_state_end_dirty(x->q->e, vol);
+	if (x->pub_listed && !x->pub_ref)
+		x->pub_ref = 1; /* ends when its blocks are published */
+	else
+		queue_end_dirty(x->q, vol);
 	return rc;
 }
 
-/*
- * Blocks [i, i + k) of a write, allocated and pinned in x->blk[]: their
- * data copied in and flushed, then published together (two persist
- * barriers for all of them). Write-through keeps the pins for the disk
- * write; write-back drops them. 0 or the first error.
- */
-static int publish_blocks(struct pmc_req_ctx *x, uint32_t i, uint32_t k, int through)
+/* the data of blocks [i, i + k) of x, allocated and pinned in x->blk[],
+ * copied in and flushed (not drained); 0 or the error of the user copy */
+static int copy_blocks(struct pmc_req_ctx *x, uint32_t i, uint32_t k)
 {
 	struct pmc_engine *e = x->q->e;
 	struct pmc_req *req = x->req;
-	int res[PMC_BATCH_MAX], rc = 0;
+	int rc;
 
 	if (x->buf) {
 		for (uint32_t j = i; j < i + k; j++)
 			pmc_pmem_copy_flush(e->pm, pmc_cache_block_data(e->c, x->blk[j]),
 					    x->buf + (size_t)j * e->bs, e->bs);
-	} else {
-		/* user copy: one read from the device straight into the blocks */
-		for (uint32_t j = i; j < i + k; j++) {
-			x->iov[j].iov_base = pmc_cache_block_data(e->c, x->blk[j]);
-			x->iov[j].iov_len = e->bs;
-		}
-		rc = pmc_eng_ucopy_rw(req->ucopy_fd, &x->iov[i], k, req->ucopy_off + (uint64_t)i * e->bs, 0);
-		for (uint32_t j = i; j < i + k && !rc; j++)
-			pmc_pmem_flush(e->pm, x->iov[j].iov_base, e->bs);
+		return 0;
 	}
-	if (!rc)
-		rc = pmc_cache_publish_range(e->c, req->vol, x->lba + i, &x->blk[i], k, PMC_BLK_DIRTY,
-					     res);
-	for (uint32_t j = 0; j < k; j++) {
-		if (!rc && res[j])
-			rc = res[j];
-		if (!through || rc) {
-			pmc_cache_unpin(e->c, x->blk[i + j]);
-			x->blk[i + j] = NO_BLK;
-		}
+	/* user copy: one read from the device straight into the blocks */
+	for (uint32_t j = i; j < i + k; j++) {
+		x->iov[j].iov_base = pmc_cache_block_data(e->c, x->blk[j]);
+		x->iov[j].iov_len = e->bs;
 	}
-	/* write-through: blocks published before a failure keep their pins
-	 * until here only; the request fails */
-	if (rc && through)
-		for (uint32_t j = i; j < i + k; j++)
-			if (x->blk[j] != NO_BLK) {
-				pmc_cache_unpin(e->c, x->blk[j]);
-				x->blk[j] = NO_BLK;
-			}
+	rc = pmc_eng_ucopy_rw(req->ucopy_fd, &x->iov[i], k, req->ucopy_off + (uint64_t)i * e->bs, 0);
+	for (uint32_t j = i; j < i + k && !rc; j++)
+		pmc_pmem_flush(e->pm, x->iov[j].iov_base, e->bs);
 	return rc;
+}
+
+/* drop the pins of blocks [i, i + k) of x */
+static void unpin_blocks(struct pmc_req_ctx *x, uint32_t i, uint32_t k)
+{
+	for (uint32_t j = i; j < i + k; j++)
+		if (x->blk[j] != NO_BLK) {
+			pmc_cache_unpin(x->q->e->c, x->blk[j]);
+			x->blk[j] = NO_BLK;
+		}
+}
+
+/*
+ * Write-through: blocks [i, i + k) of x, copied in, published together now
+ * (two persist barriers for all of them); they keep their pins for the
+ * disk write unless the publish failed. 0 or the first error.
+ */
+static int publish_through(struct pmc_req_ctx *x, uint32_t i, uint32_t k)
+{
+	struct pmc_engine *e = x->q->e;
+	int res[PMC_BATCH_MAX], rc;
+
+	rc = pmc_cache_publish_range(e->c, x->req->vol, x->lba + i, &x->blk[i], k, PMC_BLK_DIRTY,
+				     res);
+	for (uint32_t j = 0; j < k && !rc; j++)
+		rc = res[j];
+	return rc;
+}
+
+/*
+ * Write-back: blocks [i, i + k) of x, allocated and pinned, wait in the
+ * queue's publish list for the end of the loop iteration, when the data of
+ * every write of the iteration is copied in and all of it is published
+ * together (pmc_eng_publish_deferred). The copies then follow one another
+ * with no locked instruction between them (each would wait for the
+ * non-temporal stores before it), and the whole iteration pays two persist
+ * barriers, not two per request. The request holds a reference until
+ * then: it completes after the publish, so nothing is acknowledged before
+ * it is durable.
+ */
+static void defer_publish(struct pmc_req_ctx *x, uint32_t i, uint32_t k)
+{
+	struct pmc_queue *q = x->q;
+
+	if (x->pub_listed) {
+		/* a request resumed before its earlier blocks were published:
+		 * its blocks follow on from them */
+		PMC_BUG_ON(x->pub_hi != i, "deferred publish of blocks %u.. after ..%u", i,
+			   x->pub_hi);
+		x->pub_hi = i + k;
+		return;
+	}
+	x->pub_lo = i;
+	x->pub_hi = i + k;
+	x->pub_listed = 1;
+	x->pending++;
+	x->pub_next = NULL;
+	*q->pub_tail = x;
+	q->pub_tail = &x->pub_next;
+}
+
+/* part of a publish batch: blocks [lo, hi) of x, copied in or failed */
+struct pub_part {
+	struct pmc_req_ctx *x;
+	uint32_t lo, hi;
+	int err;
+};
+
+/* one batch from the head of q->pub: at most PMC_BATCH_MAX blocks of
+ * requests of one volume, in the list's order (a key written twice is
+ * published in that order: pmc_cache_publish_n keeps it) */
+static void publish_deferred_batch(struct pmc_queue *q)
+{
+	struct pmc_engine *e = q->e;
+	uint32_t vol = q->pub->req->vol, n = 0, m = 0, nparts = 0;
+	uint64_t lba[PMC_BATCH_MAX], blk[PMC_BATCH_MAX];
+	struct pub_part part[PMC_BATCH_MAX];
+	int res[PMC_BATCH_MAX], rc = 0;
+
+	for (struct pmc_req_ctx *x = q->pub; x && x->req->vol == vol && n < PMC_BATCH_MAX;
+	     x = x->pub_next) {
+		struct pub_part *p = &part[nparts++];
+		uint32_t k = x->pub_hi - x->pub_lo;
+
+		if (k > PMC_BATCH_MAX - n)
+			k = PMC_BATCH_MAX - n;
+		p->x = x;
+		p->lo = x->pub_lo;
+		p->hi = x->pub_lo + k;
+		p->err = copy_blocks(x, p->lo, k);
+		if (p->err)
+			continue;
+		for (uint32_t j = p->lo; j < p->hi; j++, n++) {
+			lba[n] = x->lba + j;
+			blk[n] = x->blk[j];
+		}
+	}
+	if (n)
+		rc = pmc_cache_publish_n(e->c, vol, lba, blk, n, PMC_BLK_DIRTY, NULL, res);
+	/* the results, to the requests in the same order */
+	for (uint32_t i = 0; i < nparts; i++) {
+		struct pub_part *p = &part[i];
+		struct pmc_req_ctx *x = p->x;
+
+		for (uint32_t j = p->lo; j < p->hi; j++)
+			pmc_eng_set_res(x, p->err ? p->err : rc ? rc : res[m++]);
+		unpin_blocks(x, p->lo, p->hi - p->lo);
+		x->pub_lo = p->hi;
+		if (p->hi < x->pub_hi)
+			break; /* the rest in the next batch */
+		q->pub = x->pub_next;
+		if (!q->pub)
+			q->pub_tail = &q->pub;
+		x->pub_listed = 0;
+		if (x->pub_ref) {
+			x->pub_ref = 0;
+			queue_end_dirty(q, vol);
+		}
+		pmc_eng_sub_done(x);
+	}
+}
+
+void pmc_eng_publish_deferred(struct pmc_queue *q)
+{
+	while (q->pub)
+		publish_deferred_batch(q);
 }
 
 static int write_cached_marked(struct pmc_req_ctx *x, int through)
@@ -285,9 +417,19 @@ static int write_cached_marked(struct pmc_req_ctx *x, int through)
 			k++;
 		}
 		if (k) {
-			int prc = publish_blocks(x, i, k, through);
+			int prc = 0;
 
+			if (through) {
+				prc = copy_blocks(x, i, k);
+				if (!prc)
+					prc = publish_through(x, i, k);
+			} else {
+				defer_publish(x, i, k);
+			}
 			if (prc) {
+				/* the blocks before i: write-through writes them
+				 * to the disk, write-back publishes them */
+				unpin_blocks(x, i, k);
 				pmc_eng_set_res(x, prc);
 				if (through && i > tstart)
 					disk_write(x, tstart, i, 1, 1, through_done);

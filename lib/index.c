@@ -108,6 +108,26 @@ static void set_referenced(struct pmc_cache *c, uint64_t blk)
 		__atomic_fetch_or(h, PMC_HINT_REFERENCED, __ATOMIC_RELAXED);
 }
 
+/*
+ * The old copy of a key, unlinked durably: FREE, or BAD if its media
+ * failed (LOST). FREE is not flushed: an unlinked block whose FREE store
+ * did not reach the media is an orphan, which the allocator reclaims
+ * anyway (FORMAT.md), and a flush here would make the next atomic
+ * instruction wait for its write-back (locked instructions order CLWB and
+ * CLFLUSHOPT on x86). BAD is flushed: a bad block must never be reused.
+ */
+static void retire_old(struct pmc_cache *c, uint64_t old, uint64_t ost)
+{
+	uint64_t *st = &c->descs[old].state;
+
+	if (ost == PMC_BLK_LOST) {
+		pmc_pmem_store8(c->pm, st, PMC_BLK_BAD);
+		pmc_pmem_flush(c->pm, st, sizeof(uint64_t));
+	} else {
+		pmc_pmem_store8(c->pm, st, PMC_BLK_FREE);
+	}
+}
+
 int pmc_cache_lookup_pin(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t *blk,
 			 enum pmc_block_state *state)
 {
@@ -199,10 +219,7 @@ static int publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk
 	if (old != PMC_BLK_NONE) {
 		uint64_t ost = pmc_load64(&c->descs[old].state) & 0xff;
 
-		/* a LOST block's media is bad: retired (BAD), never reused */
-		pmc_pmem_store8(pm, &c->descs[old].state,
-				ost == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
-		pmc_pmem_flush(pm, &c->descs[old].state, sizeof(uint64_t));
+		retire_old(c, old, ost);
 		pmc_count_adj(c, s, vol, ost, -1);
 		pmc_dirty_mark(c, old, 0);
 	}
@@ -315,9 +332,20 @@ static void publish_batch(struct pmc_cache *c, uint32_t vol, uint32_t gen, const
 	uint64_t birth = pmc_now_ns();
 	int linked = 0;
 
+	/* the chains' first words and descriptors, and the new descriptors,
+	 * fetched together rather than one cache miss after the other */
+	for (uint32_t i = 0; i < n; i++) {
+		__builtin_prefetch(&c->buckets[bucket[i]]);
+		__builtin_prefetch(&c->descs[blk[i]], 1);
+	}
 	set.n = n;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t v = pmc_load64(&c->buckets[bucket[i]]);
+
+		if (v && v <= c->nr_blocks)
+			__builtin_prefetch(&c->descs[v - 1]);
 		set.s[i] = pmc_stripe_of(c, bucket[i]);
+	}
 	pmc_stripes_lock(c, &set);
 	/* step 1 (crash point publish.desc): every descriptor, unlinked, then
 	 * one drain; the data was flushed by the caller */
@@ -362,7 +390,7 @@ static void publish_batch(struct pmc_cache *c, uint32_t vol, uint32_t gen, const
 		}
 		pmc_pmem_drain(pm);
 	}
-	/* step 3 (crash point publish.free_old): old copies FREE, no drain */
+	/* step 3 (crash point publish.free_old): old copies FREE, no flush */
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t s = pmc_stripe_of(c, bucket[i]);
 
@@ -371,10 +399,7 @@ static void publish_batch(struct pmc_cache *c, uint32_t vol, uint32_t gen, const
 		if (old[i] != PMC_BLK_NONE) {
 			uint64_t ost = pmc_load64(&c->descs[old[i]].state) & 0xff;
 
-			/* a LOST block's media is bad: retired (BAD), never reused */
-			pmc_pmem_store8(pm, &c->descs[old[i]].state,
-					ost == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
-			pmc_pmem_flush(pm, &c->descs[old[i]].state, sizeof(uint64_t));
+			retire_old(c, old[i], ost);
 			pmc_count_adj(c, s, vol, ost, -1);
 			pmc_dirty_mark(c, old[i], 0);
 		}
@@ -553,10 +578,7 @@ static int invalidate_batch(struct pmc_cache *c, uint32_t vol, uint64_t lba, uin
 			struct pmc_desc *d = &c->descs[gone[i]];
 			uint64_t st = pmc_load64(&d->state) & 0xff;
 
-			/* a LOST block's media is bad: retired, never reused */
-			pmc_pmem_store8(c->pm, &d->state,
-					st == PMC_BLK_LOST ? PMC_BLK_BAD : PMC_BLK_FREE);
-			pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
+			retire_old(c, gone[i], st);
 			pmc_count_adj(c, s, vol, st, -1);
 			pmc_dirty_mark(c, gone[i], 0);
 		}

@@ -69,7 +69,9 @@
 #define BLK 4096u
 #define HIT_DEPTH 32u
 #define HIT_REGION (256ull << 20) /* the 4 KiB hit and write-back workloads */
+#ifndef HIT_REQS
 #define HIT_REQS 200000u
+#endif
 #define WB_REGION (256ull << 20)
 #define WB_WRITES (4 * (WB_REGION / BLK))
 
@@ -514,23 +516,44 @@ int bench_writeback_time(const char *dir, uint64_t size, double *secs, uint64_t 
 	return 0;
 }
 
+/* the 4 KiB hit figures of h, measured on the cache of size tag */
+static void print_hits(const struct eng_result *h, const char *tag)
+{
+	printf("# hit and write-back runs on the %s cache\n", tag);
+	printf("# 4 KiB hits: %u random requests over a 256 MiB volume; CPU %.3f s writes, "
+	       "%.3f s reads, %.3f s libpmem2 memcpy+persist; wall %.3f / %.3f / %.3f s\n",
+	       HIT_REQS, h->write_hit_cpu_s, h->read_hit_cpu_s, h->memcpy4k_cpu_s, h->write_hit_s,
+	       h->read_hit_s, h->memcpy4k_s);
+	bench_figure("write_hit_ns", "ns", "%.0f", h->write_hit_cpu_s * 1e9 / HIT_REQS);
+	bench_figure("read_hit_ns", "ns", "%.0f", h->read_hit_cpu_s * 1e9 / HIT_REQS);
+	bench_figure("memcpy_persist_ns_4k", "ns", "%.0f", h->memcpy4k_cpu_s * 1e9 / HIT_REQS);
+	bench_figure("write_hit_vs_memcpy_ratio", "x", "%.2f",
+		     h->memcpy4k_cpu_s / h->write_hit_cpu_s);
+	printf("# goal write_hit_vs_memcpy_ratio >= 0.5: %s\n",
+	       h->memcpy4k_cpu_s / h->write_hit_cpu_s >= 0.5 ? "met" : "NOT met");
+}
+
 int bench_engine(int argc, char **argv)
 {
 	const char *dir = "/dev/shm";
 	uint64_t size[2] = {1ull << 30, 8ull << 30};
 	struct eng_result r[2], h, w;
 	char tag[2][32];
-	int opt, hs;
+	int opt, hs, hits_only = 0;
 
 	static const struct option lopts[] = {
 		{"dir", required_argument, NULL, 'd'},
 		{"sizes", required_argument, NULL, 's'},
+		{"hits-only", no_argument, NULL, 'H'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 
-	while ((opt = getopt_long(argc, argv, "d:s:h", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:s:Hh", lopts, NULL)) != -1) {
 		switch (opt) {
+		case 'H':
+			hits_only = 1;
+			break;
 		case 'd':
 			dir = optarg;
 			break;
@@ -547,7 +570,8 @@ int bench_engine(int argc, char **argv)
 			break;
 		}
 		default:
-			fprintf(stderr, "usage: pmcache-bench engine [-d|--dir DIR] [-s|--sizes SMALL,LARGE]\n");
+			fprintf(stderr, "usage: pmcache-bench engine [-d|--dir DIR] [-s|--sizes SMALL,LARGE] "
+					"[-H|--hits-only]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -571,6 +595,8 @@ int bench_engine(int argc, char **argv)
 	fflush(stdout);
 	for (int i = 0; i < 2; i++) {
 		bench_size_tag(size[i], tag[i], sizeof(tag[i]));
+		if (hits_only)
+			continue;
 		fprintf(stderr, "pmcache-bench engine: %s ...\n", tag[i]);
 		if (run_size(dir, size[i], child, &r[i])) {
 			fprintf(stderr, "pmcache-bench engine: %s: %s\n", tag[i], r[i].msg);
@@ -581,6 +607,10 @@ int bench_engine(int argc, char **argv)
 	if (run_size(dir, size[hs], child_hits, &h)) {
 		fprintf(stderr, "pmcache-bench engine: 4 KiB hits: %s\n", h.msg);
 		return 1;
+	}
+	if (hits_only) {
+		print_hits(&h, tag[hs]);
+		return 0;
 	}
 	fprintf(stderr, "pmcache-bench engine: write-back against direct writes ...\n");
 	if (run_size(dir, size[hs], child_wb, &w)) {
@@ -611,18 +641,7 @@ int bench_engine(int argc, char **argv)
 			     (double)(r[1].nr_blocks - r[0].nr_blocks));
 	/* CPU time, not wall time: on a shared machine the wall time of a
 	 * CPU-bound loop measures the other processes as much as this one */
-	printf("# hit and write-back runs on the %s cache\n", tag[hs]);
-	printf("# 4 KiB hits: %u random requests over a 256 MiB volume; CPU %.3f s writes, "
-	       "%.3f s reads, %.3f s libpmem2 memcpy+persist; wall %.3f / %.3f / %.3f s\n",
-	       HIT_REQS, h.write_hit_cpu_s, h.read_hit_cpu_s, h.memcpy4k_cpu_s, h.write_hit_s,
-	       h.read_hit_s, h.memcpy4k_s);
-	bench_figure("write_hit_ns", "ns", "%.0f", h.write_hit_cpu_s * 1e9 / HIT_REQS);
-	bench_figure("read_hit_ns", "ns", "%.0f", h.read_hit_cpu_s * 1e9 / HIT_REQS);
-	bench_figure("memcpy_persist_ns_4k", "ns", "%.0f", h.memcpy4k_cpu_s * 1e9 / HIT_REQS);
-	bench_figure("write_hit_vs_memcpy_ratio", "x", "%.2f",
-		     h.memcpy4k_cpu_s / h.write_hit_cpu_s);
-	printf("# goal write_hit_vs_memcpy_ratio >= 0.5: %s\n",
-	       h.memcpy4k_cpu_s / h.write_hit_cpu_s >= 0.5 ? "met" : "NOT met");
+	print_hits(&h, tag[hs]);
 	printf("# write-back against direct writes: %llu random 4 KiB writes over 256 MiB; "
 	       "direct O_DIRECT QD %u %.3f s; into the cache %.3f s; write-back %.3f s "
 	       "(%llu blocks in %llu writes)\n",

@@ -1,6 +1,7 @@
 /* test_state.c - the volume state file and the pmem-failure behaviour:
  * a write that makes a volume dirty marks it dirty in the state file before
- * it completes; flush_all marks it clean again; with the pmem unavailable
+ * it completes, and flush_all leaves it dirty while a write that may still
+ * make dirty blocks is in progress; flush_all marks it clean again; with the pmem unavailable
  * (an engine without a cache) a clean volume runs pass-through and a dirty
  * or unknown one is refused by name. */
 #include <errno.h>
@@ -117,6 +118,26 @@ int main(void)
 		T_EQ(pread(fd, rb, 16 * BS, 0), 16 * BS);
 		close(fd);
 		T_TRUE(!memcmp(rb, buf, 16 * BS));
+	}
+	{
+		/* a write submitted but not yet published (the queue publishes
+		 * the writes of a loop iteration when it polls) may still make
+		 * dirty blocks: flush_all from another queue leaves vol0 dirty */
+		struct pmc_req r = {.op = PMC_REQ_WRITE, .vol = v0, .off = 32 * BS, .len = 4 * BS,
+				    .buf = buf, .cb = cb};
+		struct pmc_queue *q2;
+		int before = ndone;
+
+		T_OK(pmc_queue_create(e, 8, &q2, &err));
+		T_OK(pmc_queue_submit(q, &r, &err));
+		T_EQ(pmc_state_get(st, "vol0"), 1);
+		T_OK(pmc_engine_flush_all(e, q2, UINT32_MAX, NULL, NULL, &err));
+		T_EQ(pmc_state_get(st, "vol0"), 1);
+		while (ndone == before)
+			pmc_queue_poll(q, 1, 0);
+		T_EQ(last, 0);
+		T_EQ(pmc_state_get(st, "vol0"), 1);
+		pmc_queue_destroy(q2);
 	}
 	/* dirty again, and left dirty by a "crash" of the daemon */
 	T_EQ(run(q, PMC_REQ_WRITE, v0, 16 * BS, 4 * BS, buf), 0);
