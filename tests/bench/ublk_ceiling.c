@@ -11,21 +11,26 @@
  * fixed file, the ring made with COOP_TASKRUN | SINGLE_ISSUER |
  * DEFER_TASKRUN where the kernel has them; every completion reaped is
  * handled by preparing its COMMIT_AND_FETCH only, then one
- * io_uring_submit_and_wait for all of them. Data goes through per-tag
- * buffers (the path every ublk kernel has), no UBLK_F_USER_COPY.
+ * io_uring_submit_and_wait for all of them. Data moves as pmcached's does:
+ * with UBLK_F_USER_COPY where the driver has it (one pread or pwrite of
+ * /dev/ublkcN straight between the request and the RAM: one copy, no tag
+ * buffer, no page pinning per request), else through per-tag buffers (-b
+ * forces them, as PMCACHED_NO_USER_COPY=1 does for pmcached).
  *
  * The RAM is an anonymous mapping of the device size, allocated by the
  * kernel on first touch (MAP_NORESERVE), as are the tag buffers. Nothing
  * is persistent: a benchmark device, not a disk. Control commands use
  * lib/ublk.h.
  *
- * usage: pmc-ublk-ceiling [-d ID] [-s MIB] [-q QUEUES] [-D DEPTH] [-m KIB]
+ * usage: pmc-ublk-ceiling [-d ID] [-s MIB] [-q QUEUES] [-D DEPTH] [-m KIB] [-b]
  *   -d ID      ublk device id (default: the driver chooses)
  *   -s MIB     device size (default 1024)
  *   -q QUEUES  hardware queues, one thread each (default 2, as pmcached)
  *   -D DEPTH   tags per queue (default 128, as pmcached)
  *   -m KIB     largest request (default 1024)
- * Prints "ready: /dev/ublkbN queues Q depth D max_io K KiB ring flags F"
+ *   -b         tag buffers even where the driver has user copy
+ * Prints "ready: /dev/ublkbN queues Q depth D max_io K KiB ring flags F
+ * copy user|tag-buffers"
  * once the device is live, serves until SIGTERM or SIGINT, then stops and
  * deletes it and prints the requests served per queue. Exit 0, or 1 with
  * one line naming what failed.
@@ -60,6 +65,7 @@ struct ceil_queue {
 static struct {
 	int cdev_fd;
 	int use_ioctl;
+	int user_copy;
 	uint32_t dev_id;
 	uint16_t nr_queues;
 	uint16_t depth;
@@ -78,7 +84,7 @@ static void prep_io_cmd(struct ceil_queue *q, int commit, uint16_t tag, int32_t 
 		.q_id = q->q_id,
 		.tag = tag,
 		.result = result,
-		.addr = (uint64_t)(uintptr_t)(q->bufs + (size_t)tag * g.max_io),
+		.addr = g.user_copy ? 0 : (uint64_t)(uintptr_t)(q->bufs + (size_t)tag * g.max_io),
 	};
 
 	/* the ring has depth entries and a tag has at most one command out */
@@ -100,8 +106,9 @@ static int32_t serve(struct ceil_queue *q, uint16_t tag)
 {
 	const struct ublksrv_io_desc *d = &q->descs[tag];
 	uint64_t off = d->start_sector << 9, len = (uint64_t)d->nr_sectors << 9;
-	char *buf = q->bufs + (size_t)tag * g.max_io;
+	char *buf = g.user_copy ? NULL : q->bufs + (size_t)tag * g.max_io;
 	uint8_t op = ublksrv_get_op(d);
+	off_t pos = (off_t)pmc_ublk_user_copy_pos(q->q_id, tag);
 
 	if (op == UBLK_IO_OP_FLUSH)
 		return 0;
@@ -111,11 +118,17 @@ static int32_t serve(struct ceil_queue *q, uint16_t tag)
 	case UBLK_IO_OP_READ:
 		if (len > g.max_io)
 			return -EIO;
+		if (!buf)
+			return pwrite(g.cdev_fd, g.ram + off, len, pos) == (ssize_t)len ? (int32_t)len
+										 : -EIO;
 		memcpy(buf, g.ram + off, len);
 		return (int32_t)len;
 	case UBLK_IO_OP_WRITE:
 		if (len > g.max_io)
 			return -EIO;
+		if (!buf)
+			return pread(g.cdev_fd, g.ram + off, len, pos) == (ssize_t)len ? (int32_t)len
+										: -EIO;
 		memcpy(g.ram + off, buf, len);
 		return (int32_t)len;
 	case UBLK_IO_OP_DISCARD:
@@ -224,7 +237,8 @@ static int parse_u(const char *s, uint64_t min, uint64_t max, uint64_t *v)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: pmc-ublk-ceiling [-d ID] [-s MIB] [-q QUEUES] [-D DEPTH] [-m KIB]\n");
+	fprintf(stderr,
+		"usage: pmc-ublk-ceiling [-d ID] [-s MIB] [-q QUEUES] [-D DEPTH] [-m KIB] [-b]\n");
 	exit(2);
 }
 
@@ -237,10 +251,14 @@ int main(int argc, char **argv)
 	int dev_id = -1, o, rc = 1, started = 0;
 	uint16_t nq_started = 0;
 	uint64_t v;
+	int tag_bufs = 0;
 	sigset_t ss;
 
-	while ((o = getopt(argc, argv, "d:s:q:D:m:")) != -1) {
+	while ((o = getopt(argc, argv, "d:s:q:D:m:b")) != -1) {
 		switch (o) {
+		case 'b':
+			tag_bufs = 1;
+			break;
 		case 'd':
 			if (parse_u(optarg, 0, 1 << 20, &v))
 				usage();
@@ -290,7 +308,9 @@ int main(int argc, char **argv)
 	if (pmc_ublk_ctrl_open(&ctrl, &err))
 		goto out;
 	g.use_ioctl = ctrl->use_ioctl;
-	if (pmc_ublk_add(ctrl, dev_id, g.nr_queues, g.depth, g.max_io, 0, &info, &err))
+	g.user_copy = (ctrl->feat.flags & UBLK_F_USER_COPY) && !tag_bufs;
+	if (pmc_ublk_add(ctrl, dev_id, g.nr_queues, g.depth, g.max_io,
+			 g.user_copy ? UBLK_F_USER_COPY : 0, &info, &err))
 		goto out;
 	g.dev_id = info.dev_id;
 	memset(&p, 0, sizeof(p));
@@ -311,8 +331,11 @@ int main(int argc, char **argv)
 		q->descs = pmc_ublk_map_descs(g.cdev_fd, i, g.depth, &err);
 		if (!q->descs)
 			goto out_stop;
-		q->bufs = mmap(NULL, (size_t)g.depth * g.max_io, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (g.user_copy)
+			q->bufs = NULL; /* the data moves by pread/pwrite of the device */
+		else
+			q->bufs = mmap(NULL, (size_t)g.depth * g.max_io, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (q->bufs == MAP_FAILED) {
 			q->bufs = NULL;
 			pmc_err_set(&err, errno, "queue %u: tag buffers: %s", i, strerror(errno));
@@ -334,8 +357,9 @@ int main(int argc, char **argv)
 	if (pmc_ublk_start(ctrl, g.dev_id, &err))
 		goto out_stop;
 	started = 1;
-	printf("ready: /dev/ublkb%u queues %u depth %u max_io %u KiB ring flags 0x%x\n", g.dev_id,
-	       g.nr_queues, g.depth, g.max_io >> 10, g.q[0].ring_flags);
+	printf("ready: /dev/ublkb%u queues %u depth %u max_io %u KiB ring flags 0x%x copy %s\n",
+	       g.dev_id, g.nr_queues, g.depth, g.max_io >> 10, g.q[0].ring_flags,
+	       g.user_copy ? "user" : "tag-buffers");
 	fflush(stdout);
 	sigwait(&ss, &o);
 	rc = 0;
