@@ -503,7 +503,10 @@ static void wb_finish_drains(struct pmc_engine *e)
 		 * read under e->lock, where attach and detach change it */
 		if (!atomic_load(&v->draining))
 			continue;
-		if (pmc_cache_volume_info(e->c, i, &vi) || !vi.counts_valid || vi.nr_dirty)
+		/* nor any write still to publish (a queue's loop iteration
+		 * publishes its writes at its end, engine_write.c) */
+		if (atomic_load(&v->dirtying) || pmc_cache_volume_info(e->c, i, &vi) ||
+		    !vi.counts_valid || vi.nr_dirty)
 			continue;
 		pthread_mutex_lock(&e->lock);
 		if (v->disk && atomic_load(&v->draining)) {
