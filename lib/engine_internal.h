@@ -39,6 +39,23 @@
  * write since: unsynced for flushes, but fills may be admitted */
 #define WR_GEN_FRESH 1u
 
+/*
+ * Sequential detection (engine_read.c): the last few streams of a kind on a
+ * volume, each its end and its length so far. A request near a stream's
+ * end (within PMC_SEQ_WINDOW of its own length: the requests of one stream
+ * reach the queues out of order) continues it; any other replaces one
+ * of the streams in turn, so random requests never add up to a run.
+ * Shared by the queues with relaxed atomics: a heuristic, races only blur
+ * it.
+ */
+#define PMC_SEQ_STREAMS 8
+#define PMC_SEQ_WINDOW 8
+struct pmc_seq {
+	atomic_uint_fast64_t end[PMC_SEQ_STREAMS];
+	atomic_uint_fast64_t run[PMC_SEQ_STREAMS];
+	atomic_uint hand;
+};
+
 struct pmc_evol {
 	struct pmc_disk *disk;	/* NULL: not attached */
 	char name[PMC_VOLUME_NAME_MAX + 1];
@@ -66,10 +83,8 @@ struct pmc_evol {
 	atomic_uint_fast64_t wr_synced;
 	atomic_int plain_flying; /* plain disk writes and discards in flight */
 	atomic_int no_volatile;	/* the device promised no volatile cache: always DSYNC */
-	atomic_uint_fast64_t seq_next; /* sequential read detection: next expected offset */
-	atomic_uint_fast64_t seq_run;  /* bytes in the current run */
-	atomic_uint_fast64_t seq_wnext; /* ... of writes (write-back bypass) */
-	atomic_uint_fast64_t seq_wrun;
+	struct pmc_seq seq_r;	/* sequential read detection */
+	struct pmc_seq seq_w;	/* ... of writes (write-back bypass) */
 	atomic_uint_fast64_t oldest_birth_ns; /* last full sweep */
 	struct pmc_ratelimit rl;
 };
@@ -247,8 +262,7 @@ void pmc_eng_req_finish(struct pmc_req_ctx *x);
 void pmc_eng_start(struct pmc_req_ctx *x);
 
 /* engine_read.c */
-int pmc_eng_seq_run(struct pmc_evol *v, atomic_uint_fast64_t *next, atomic_uint_fast64_t *runp,
-		   uint64_t off, uint64_t len);
+int pmc_eng_seq_run(struct pmc_evol *v, struct pmc_seq *sq, uint64_t off, uint64_t len);
 struct pmc_io *pmc_eng_req_io(struct pmc_req_ctx *x, enum pmc_io_op op, uint32_t start,
 			     uint32_t end, int pmem, void (*cb)(struct pmc_io *, int));
 int pmc_eng_ucopy_rw(int fd, struct iovec *iov, uint32_t cnt, uint64_t off, int out);

@@ -40,28 +40,37 @@ static int admit_block(struct pmc_engine *e, struct pmc_evol *v, uint32_t vol, u
 	return 0;
 }
 
-/* sequential detection: 1 if this request continues a run of its kind
- * (next, run: the read or the write state) beyond the cutoff */
-int pmc_eng_seq_run(struct pmc_evol *v, atomic_uint_fast64_t *next, atomic_uint_fast64_t *runp,
-		   uint64_t off, uint64_t len)
+/* sequential detection: 1 if this request continues a stream of its kind
+ * (sq: the read or the write streams) beyond the cutoff */
+int pmc_eng_seq_run(struct pmc_evol *v, struct pmc_seq *sq, uint64_t off, uint64_t len)
 {
-	uint64_t cutoff = atomic_load_explicit(&v->seq_cutoff, memory_order_relaxed), run;
+	uint64_t cutoff = atomic_load_explicit(&v->seq_cutoff, memory_order_relaxed);
+	uint64_t win = PMC_SEQ_WINDOW * len, run;
+	unsigned s;
 
 	if (!cutoff)
 		return 0;
-	if (atomic_load_explicit(next, memory_order_relaxed) == off)
-		run = atomic_fetch_add(runp, len) + len;
-	else {
-		atomic_store(runp, len);
-		run = len;
+	for (s = 0; s < PMC_SEQ_STREAMS; s++) {
+		uint64_t end = atomic_load_explicit(&sq->end[s], memory_order_relaxed);
+
+		if (end && off + win >= end && off <= end + win)
+			break;
 	}
-	atomic_store(next, off + len);
+	if (s == PMC_SEQ_STREAMS) {
+		s = atomic_fetch_add_explicit(&sq->hand, 1, memory_order_relaxed) % PMC_SEQ_STREAMS;
+		atomic_store_explicit(&sq->run[s], len, memory_order_relaxed);
+		atomic_store_explicit(&sq->end[s], off + len, memory_order_relaxed);
+		return len > cutoff;
+	}
+	run = atomic_fetch_add_explicit(&sq->run[s], len, memory_order_relaxed) + len;
+	if (off + len > atomic_load_explicit(&sq->end[s], memory_order_relaxed))
+		atomic_store_explicit(&sq->end[s], off + len, memory_order_relaxed);
 	return run > cutoff;
 }
 
 static int sequential(struct pmc_evol *v, uint64_t off, uint64_t len)
 {
-	return pmc_eng_seq_run(v, &v->seq_next, &v->seq_run, off, len);
+	return pmc_eng_seq_run(v, &v->seq_r, off, len);
 }
 
 static void read_io_done(struct pmc_io *io, int res)

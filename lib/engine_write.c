@@ -494,7 +494,7 @@ void pmc_eng_start_write(struct pmc_req_ctx *x)
 	}
 	switch (mode) {
 	case PMC_MODE_WRITE_BACK:
-		if (pmc_eng_seq_run(v, &v->seq_wnext, &v->seq_wrun, x->req->off, x->req->len) &&
+		if (pmc_eng_seq_run(v, &v->seq_w, x->req->off, x->req->len) &&
 		    !(x->req->flags & PMC_REQ_FUA)) {
 			/* a stream beyond seq_cutoff: to the disk, around the cache
 			 * (its copies dropped), plain on a volatile volume; the

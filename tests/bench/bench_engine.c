@@ -23,6 +23,9 @@
  *   write_hit_ns / read_hit_ns   CPU time of the process (CLOCK_PROCESS_
  *          CPUTIME_ID) per 4 KiB write / read of a random block through
  *          the queue API, over HIT_REQS requests;
+ *   write_hit_clean_ns   the same writes again once write-back made every
+ *          block clean (flush_all): an overwrite of clean data retires a
+ *          clean block, and the allocator's hand meets clean blocks;
  *   write_hit_vs_memcpy_ratio    the same writes' throughput over that of
  *          libpmem2's memcpy (with persist, pmem2_get_memcpy_fn) of 4 KiB
  *          into the same mapping at the same offsets in the data area, both
@@ -84,6 +87,7 @@ struct eng_result {
 	int fixed;
 	/* 4 KiB hits and write-back (run_hits, run_wb) */
 	double write_hit_cpu_s, read_hit_cpu_s, write_hit_s, read_hit_s, memcpy4k_s, memcpy4k_cpu_s;
+	double write_clean_cpu_s, write_clean_s;
 	double direct_s, absorb_s, wb_s;
 	uint64_t wb_blocks, wb_ios;
 	char gran[16];
@@ -314,6 +318,21 @@ static int child_hits(uint64_t size, struct eng_result *r)
 	r->write_hit_s = (double)(bench_now_ns() - t0) / 1e9;
 	if (rc)
 		return efail(r, -rc, "4 KiB write hits", NULL);
+	/* the same writes again once write-back made every block clean */
+	{
+		struct pmc_err err = {0};
+
+		rc = pmc_engine_flush_all(v.e, v.q, v.vol, NULL, NULL, &err);
+		if (rc)
+			return efail(r, -rc, "4 KiB hits: flush", &err);
+	}
+	t0 = bench_now_ns();
+	c0 = cpu_s();
+	rc = run_reqs(v.q, v.vol, PMC_REQ_WRITE, bufs, BLK, HIT_REQS, offs, HIT_DEPTH);
+	r->write_clean_cpu_s = cpu_s() - c0;
+	r->write_clean_s = (double)(bench_now_ns() - t0) / 1e9;
+	if (rc)
+		return efail(r, -rc, "4 KiB write hits on clean blocks", NULL);
 	t0 = bench_now_ns();
 	c0 = cpu_s();
 	rc = run_reqs(v.q, v.vol, PMC_REQ_READ, bufs, BLK, HIT_REQS, offs, HIT_DEPTH);
@@ -525,6 +544,7 @@ static void print_hits(const struct eng_result *h, const char *tag)
 	       HIT_REQS, h->write_hit_cpu_s, h->read_hit_cpu_s, h->memcpy4k_cpu_s, h->write_hit_s,
 	       h->read_hit_s, h->memcpy4k_s);
 	bench_figure("write_hit_ns", "ns", "%.0f", h->write_hit_cpu_s * 1e9 / HIT_REQS);
+	bench_figure("write_hit_clean_ns", "ns", "%.0f", h->write_clean_cpu_s * 1e9 / HIT_REQS);
 	bench_figure("read_hit_ns", "ns", "%.0f", h->read_hit_cpu_s * 1e9 / HIT_REQS);
 	bench_figure("memcpy_persist_ns_4k", "ns", "%.0f", h->memcpy4k_cpu_s * 1e9 / HIT_REQS);
 	bench_figure("write_hit_vs_memcpy_ratio", "x", "%.2f",

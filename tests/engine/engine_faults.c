@@ -1304,6 +1304,86 @@ static const struct pmc_disk_ops shrunk_ops = {
 	.identify = shrunk_identify,
 };
 
+/*
+ * Sequential write bypass: a stream of write-back writes longer than
+ * seq_cutoff goes to the disk, also when its requests arrive out of order
+ * (one stream's requests reach two queues, or one queue's iteration, in
+ * any order); random writes never add up to a stream; the bypassed data
+ * reads back through the engine and is on the disk, and the cached copies
+ * it overwrote are gone.
+ */
+static void sc_seq_bypass(void)
+{
+	struct pmc_wb_conf wb;
+	struct pmc_volume_conf vc;
+	struct et_vol *a = &g_v[0];
+	struct pmc_vol_stats s0, s1;
+	uint64_t order[256], rng = g_seed | 1, v2 = 2, v1 = 1;
+	char *buf[2];
+
+	pmc_wb_conf_default(&wb);
+	wb.high_pct = 100; /* no write-back: what is cached stays */
+	wb.low_pct = 100;
+	wb.max_age_ms = 600000;
+	pmc_volume_conf_default(&vc);
+	vc.seq_cutoff_bytes = 64 * BS;
+	setup("seq_bypass", 1024, 1, 4096, &wb, &vc);
+	g_no_steps = 1;
+	/* blocks 0..255 cached dirty by 4 KiB writes in random order */
+	for (unsigned i = 0; i < 256; i++)
+		order[i] = i;
+	for (unsigned i = 255; i > 0; i--) {
+		unsigned k = (unsigned)(et_rand(&rng) % (i + 1));
+		uint64_t t = order[i];
+
+		order[i] = order[k];
+		order[k] = t;
+	}
+	et_stats(g_t.e, a->vol, &s0);
+	for (unsigned i = 0; i < 256; i++)
+		T_EQ(write_ver(a, order[i], 1, 1, 0), 0);
+	et_stats(g_t.e, a->vol, &s1);
+	T_EQ(s1.write_bypass_blocks - s0.write_bypass_blocks, 0);
+	T_EQ(s1.dirty_blocks, 256);
+	/* a stream of 16-block writes over 0..511, each pair submitted swapped */
+	buf[0] = et_alloc(16 * BS);
+	buf[1] = et_alloc(16 * BS);
+	for (uint64_t lba = 0; lba < 512; lba += 32) {
+		struct et_req r[2];
+
+		for (unsigned j = 0; j < 2; j++)
+			for (uint64_t k = 0; k < 16; k++)
+				et_fill(buf[j] + k * BS, a->tag, lba + 16 * j + k, 2);
+		et_submit(g_q, &r[1], PMC_REQ_WRITE, a->vol, lba + 16, 16, buf[1], 0);
+		et_submit(g_q, &r[0], PMC_REQ_WRITE, a->vol, lba, 16, buf[0], 0);
+		for (unsigned j = 0; j < 2; j++) {
+			et_wait(g_t.e, g_q, NULL, &r[j].done, 10000, "seq_bypass stream");
+			T_EQ(r[j].res, 0);
+		}
+	}
+	et_stats(g_t.e, a->vol, &s0);
+	/* all but the first cutoff's worth (and the pair that crossed it) */
+	if (s0.write_bypass_blocks - s1.write_bypass_blocks < 512 - 64 - 32)
+		T_FAIL("seq_bypass: %llu of 512 blocks of a stream went around the cache, "
+		       "expected at least %u",
+		       (unsigned long long)(s0.write_bypass_blocks - s1.write_bypass_blocks),
+		       512 - 64 - 32);
+	expect_engine(a, 0, 256, &v2, 1, "after the stream");
+	expect_engine(a, 256, 256, &v2, 1, "after the stream");
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, a->vol, NULL, NULL, &err));
+	expect_disk(a, 0, 512, &v2, 1, "after the stream and a flush");
+	/* random writes again: none goes around */
+	et_stats(g_t.e, a->vol, &s0);
+	for (unsigned i = 0; i < 256; i++)
+		T_EQ(write_ver(a, 1024 + order[i] * 8, 1, 1, 0), 0);
+	et_stats(g_t.e, a->vol, &s1);
+	T_EQ(s1.write_bypass_blocks - s0.write_bypass_blocks, 0);
+	expect_engine(a, 1024 + order[7] * 8, 1, &v1, 1, "a random write");
+	free(buf[0]);
+	free(buf[1]);
+	teardown();
+}
+
 static void sc_refusals(void)
 {
 	struct pmc_wb_conf wb;
@@ -1686,6 +1766,7 @@ static const struct {
 	{"wb_order", sc_wb_order},   {"around_dirty", sc_around_dirty},
 	{"wb_race", sc_wb_race},     {"durable", sc_durable},
 	{"wb_sync", sc_wb_sync},     {"wb_sync_fail", sc_wb_sync_fail},
+	{"seq_bypass", sc_seq_bypass},
 };
 
 int main(int argc, char **argv)
