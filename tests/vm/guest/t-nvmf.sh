@@ -25,7 +25,8 @@
 #   and writes nothing to it. Then pmcached starts (a crash restart) with
 #   the target's port removed: the volume is served without its disk
 #   (status "lost"): a dirty hit reads back, a read miss fails, a write is
-#   absorbed, write-back fails with the sticky error. The port comes back
+#   absorbed, write-back fails with the sticky error; a volume the cache
+#   does not know is refused by "volume add". The port comes back
 #   with the other disk: "pmcachectl volume reconnect" connects it, the
 #   rebind is refused naming both identities ("wrong-disk"), nothing
 #   changes. Then the right one again and a reconnect, through the
@@ -181,6 +182,15 @@ if [ "$WHAT" = verify ]; then
 		bad "volume reconnect with the port away: $(cat /tmp/rc.txt)"
 	sleep 1
 	state_is lost && ok "still lost with the port away" || bad "state $(jval state), port away"
+	# a volume the cache does not know is not served without its disk
+	if pmcachectl -s $SOCK volume add fresh nvmf disk.transport=tcp disk.traddr=127.0.0.1 \
+		disk.subsysnqn=$NQN disk.nsid=1 >/tmp/add.txt 2>&1; then
+		bad "a new volume was added with the target down: $(cat /tmp/add.txt)"
+	elif grep -q "volume fresh: .*connect" /tmp/add.txt && [ "$(wc -l </tmp/add.txt)" = 1 ]; then
+		ok "a new volume with the target down is refused: $(cat /tmp/add.txt)"
+	else
+		bad "the refusal of a new volume: $(cat /tmp/add.txt)"
+	fi
 	# the port back with another namespace behind the NQN: the rebind is
 	# refused naming both identities, the volume stays on the pmem
 	port_back
