@@ -73,6 +73,15 @@ static const char *get_str(struct json_object *o, const char *key, const char *d
 		       : def;
 }
 
+/* ... and def for an empty string too (a path not connected has no
+ * controller, address or device) */
+static const char *get_str_set(struct json_object *o, const char *key, const char *def)
+{
+	const char *s = get_str(o, key, def);
+
+	return s[0] ? s : def;
+}
+
 static int get_bool(struct json_object *o, const char *key)
 {
 	struct json_object *v;
@@ -138,9 +147,10 @@ static void print_volumes(struct json_object *vols, uint64_t block_size)
 		if (!json_object_object_get_ex(v, "path", &p))
 			continue;
 		printf("%s: path %s %s %s (%s): %s, %" PRIu64 " reconnects\n",
-		       get_str(v, "name", "?"), get_str(p, "transport", "?"), get_str(p, "address", "-"),
-		       get_str(p, "controller", "-"), get_str(p, "device", "-"),
-		       get_str(p, "state", "?"), get_u64(p, "reconnects"));
+		       get_str(v, "name", "?"), get_str(p, "transport", "?"),
+		       get_str_set(p, "address", "-"), get_str_set(p, "controller", "-"),
+		       get_str_set(p, "device", "-"), get_str_set(p, "state", "?"),
+		       get_u64(p, "reconnects"));
 	}
 }
 

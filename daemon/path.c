@@ -17,6 +17,12 @@
  *   - there is no controller any more (ctrl_loss_tmo ran out, or someone
  *     disconnected it): "lost"; the thread reconnects it, at once and then
  *     with a back-off doubling from 1 s to 60 s, or at once when kicked.
+ * A volume whose namespace could not be connected when it was added runs
+ * on a placeholder disk (lib/placeholder.h, pmcached.c) and starts "lost"
+ * with no device: once its namespace shows a block device, the placeholder
+ * checks its size and identity and takes it as its disk, as above; a live
+ * controller without the namespace is "no-namespace". Until then the
+ * volume's sticky error stays, and is cleared with the swap.
  *
  * Locking: the volume's fields and its disk's fd change under d->lock, so a
  * volume being removed (which clears `used` under the same lock before it
@@ -40,8 +46,8 @@
 #include "path.h"
 #include "pmcached.h"
 #include "nvmf.h"
+#include "placeholder.h"
 
-#define PATH_BACKOFF_MIN_MS 1000u
 #define PATH_BACKOFF_MAX_MS 60000u
 #define PATH_CONNECT_WAIT_MS 5000u
 
@@ -65,6 +71,20 @@ static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, struct
 	if (fd < 0)
 		return pmc_err_set(err, errno, "volume %s: %s: cannot open: %s", v->conf.name, dev,
 				   strerror(errno));
+	if (pmc_placeholder_is(v->disk)) {
+		/* served without its disk since it was added: the placeholder
+		 * checks size and identity against the volume slot */
+		struct pmc_cache_info ci;
+		int first = !pmc_placeholder_swapped(v->disk);
+
+		pmc_cache_get_info(d->cache, &ci);
+		rc = pmc_placeholder_swap(v->disk, fd, dev, ci.block_size, err);
+		if (rc == 0)
+			pmc_log(LOG_NOTICE, "volume %s: %s %s (identity %s matches)", v->conf.name,
+				first ? "its disk is in: the namespace is" : "its namespace is now",
+				dev, pmc_placeholder_id(v->disk));
+		goto done;
+	}
 	if (ioctl(fd, BLKGETSIZE64, &size) != 0 || size != v->disk->size) {
 		rc = pmc_err_set(err, ENOSPC,
 				 "volume %s: %s: %" PRIu64 " bytes, the disk had %" PRIu64
@@ -87,8 +107,10 @@ static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, struct
 	}
 	pmc_log(LOG_NOTICE, "volume %s: its namespace is now %s (identity %s matches)",
 		v->conf.name, dev, id.text);
-	snprintf(v->path_dev, sizeof(v->path_dev), "%s", dev);
 	rc = 0;
+done:
+	if (rc == 0)
+		snprintf(v->path_dev, sizeof(v->path_dev), "%s", dev);
 close:
 	close(fd);
 	return rc;
@@ -144,7 +166,7 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 			uint32_t b = v->path_backoff_ms;
 
 			b = b ? (b * 2 > PATH_BACKOFF_MAX_MS ? PATH_BACKOFF_MAX_MS : b * 2)
-			      : PATH_BACKOFF_MIN_MS;
+			      : PMCD_PATH_BACKOFF_MIN_MS;
 			v->path_backoff_ms = b;
 			v->path_retry_ns = mono_ns() + (uint64_t)b * 1000000ull;
 			pmc_log(LOG_WARNING, "%s; next attempt in %u s", err.msg, b / 1000);
@@ -174,6 +196,17 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 	snprintf(v->path_addr, sizeof(v->path_addr), "%s", p.address);
 	if (!live) {
 		snprintf(v->path_state, sizeof(v->path_state), "%s", p.state);
+		v->path_down = 1;
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (!p.dev[0] && pmc_placeholder_is(v->disk) && !pmc_placeholder_swapped(v->disk)) {
+		/* live, but the namespace has no block device (yet) */
+		if (strcmp(v->path_state, "no-namespace"))
+			pmc_log(LOG_WARNING, "volume %s: controller %s is live but shows no "
+					     "namespace of the volume: still served without its disk",
+				conf.name, p.ctrl);
+		snprintf(v->path_state, sizeof(v->path_state), "no-namespace");
 		v->path_down = 1;
 		pthread_mutex_unlock(&d->lock);
 		return;

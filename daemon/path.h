@@ -14,6 +14,9 @@
 
 struct pmcd;
 
+/* reconnect attempts of a lost path: the back-off doubles from this to 60 s */
+#define PMCD_PATH_BACKOFF_MIN_MS 1000u
+
 struct pmcd_path {
 	pthread_t thread;
 	int started;

@@ -9,7 +9,9 @@
  *
  * Start-up when the pmem cannot be mapped: volumes the state file records
  * as clean are served pass-through; the others are refused by name, and
- * the daemon exits non-zero if none can run.
+ * the daemon exits non-zero if none can run. A volume whose NVMe-oF
+ * namespace cannot be connected is served on a placeholder disk when the
+ * cache knows it (attach_placeholder), and refused when it does not.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,6 +37,7 @@
 #include "nvmf.h"
 #include "lock.h"
 #include "log.h"
+#include "placeholder.h"
 #include "pmcached.h"
 
 static struct pmcd daemon_state;
@@ -197,6 +200,43 @@ static int ublk_id_for(const struct pmc_config_volume *vc, uint32_t slot)
 	return vc->ublk_id >= 0 ? vc->ublk_id : (int)slot;
 }
 
+/*
+ * An NVMe-oF volume whose namespace cannot be connected now, or whose
+ * controller is not live (err says why):
+ * a placeholder disk (lib/placeholder.h) when the cache knows the volume's
+ * size and identity, so that it is served from the pmem while the path
+ * monitor reconnects it and swaps the namespace in once its identity
+ * matches; np is set to what the kernel shows of its controller (state
+ * "lost" when there is none, and no device: the monitor rebinds). A volume
+ * the cache does not know is refused with err.
+ */
+static int attach_placeholder(struct pmcd *d, const struct pmc_config_volume *vc,
+			      const char *label, struct pmc_nvmf_path *np, struct pmc_disk **disk,
+			      struct pmc_err *err)
+{
+	struct pmc_err perr = {0};
+	int rc, code = err->code ? err->code : EIO;
+
+	rc = pmc_placeholder_open(d->cache, vc->name, label, ENOTCONN, disk, &perr);
+	if (rc == -ENOENT)
+		return -code; /* a new volume: the connect error says it all */
+	if (rc) {
+		pmc_err_clear(err);
+		return pmc_err_set(err, -rc, "%s", perr.msg);
+	}
+	pmc_log(LOG_WARNING,
+		"%s; served from the cache without its disk (hits served, writes absorbed; "
+		"read misses and write-back fail) until the namespace is back with the "
+		"recorded identity %s",
+		err->msg, pmc_placeholder_id(*disk));
+	pmc_err_clear(err);
+	memset(np, 0, sizeof(*np));
+	if (pmc_nvmf_find(&vc->nvmf, np, NULL) != 0)
+		snprintf(np->state, sizeof(np->state), "lost");
+	np->dev[0] = '\0'; /* the disk is not on it yet */
+	return 0;
+}
+
 int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
 		    struct pmc_err *err)
 {
@@ -206,7 +246,7 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	struct pmc_nvmf_path np = {0};
 	char label[PMC_CONFIG_NQN_MAX + PMC_CONFIG_TRADDR_MAX + 96];
 	const char *path;
-	int rc;
+	int rc, absent = 0;
 
 	if (pmcd_volume_find(d, vc->name))
 		return pmc_err_set(err, EEXIST, "volume %s: already served", vc->name);
@@ -222,15 +262,32 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	path = vc->disk;
 	if (pmc_config_volume_is_nvmf(vc)) {
 		/* the namespace's block device; its identity is checked at attach */
-		rc = pmc_nvmf_connect(&vc->nvmf, vc->name, 10000, &np, err);
-		if (rc)
-			return rc;
-		path = np.dev;
 		pmc_config_nvmf_label(&vc->nvmf, label, sizeof(label));
-		pmc_log(LOG_INFO, "volume %s: %s is %s (controller %s, %s)", vc->name, label,
-			np.dev, np.ctrl, np.state);
+		rc = pmc_nvmf_connect(&vc->nvmf, vc->name, 10000, &np, err);
+		if (rc && (flags || !d->cache))
+			return rc;
+		if (rc == 0 && strcmp(np.state, "live") && !flags && d->cache) {
+			/* the namespace is there but its controller is not live
+			 * (the kernel is reconnecting): its identity cannot be read
+			 * now. A volume the cache does not know tries it anyway. */
+			struct pmc_err nerr = {0};
+
+			pmc_err_set(&nerr, ENOTCONN, "volume %s: %s: controller %s is %s",
+				    vc->name, label, np.ctrl, np.state);
+			absent = attach_placeholder(d, vc, label, &np, &disk, &nerr) == 0;
+		}
+		if (rc) {
+			rc = attach_placeholder(d, vc, label, &np, &disk, err);
+			if (rc)
+				return rc;
+			absent = 1;
+		} else if (!absent) {
+			path = np.dev;
+			pmc_log(LOG_INFO, "volume %s: %s is %s (controller %s, %s)", vc->name,
+				label, np.dev, np.ctrl, np.state);
+		}
 	}
-	rc = pmc_disk_open(path, 0, &disk, err);
+	rc = absent ? 0 : pmc_disk_open(path, 0, &disk, err);
 	if (rc)
 		return rc;
 	rc = pmc_engine_attach_flags(d->e, vc->name, disk, &vc->vc, flags, &v->vol, err);
@@ -270,8 +327,9 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	snprintf(v->path_dev, sizeof(v->path_dev), "%s", np.dev);
 	snprintf(v->path_addr, sizeof(v->path_addr), "%s", np.address);
 	v->path_reconnects = 0;
-	v->path_down = 0;
-	v->path_backoff_ms = 0;
+	v->path_down = absent;
+	v->path_backoff_ms = absent ? PMCD_PATH_BACKOFF_MIN_MS : 0;
+	v->path_retry_ns = absent ? pmc_mono_ns() + PMCD_PATH_BACKOFF_MIN_MS * 1000000ull : 0;
 	v->used = 1;
 	pthread_mutex_unlock(&d->lock);
 	return 0;

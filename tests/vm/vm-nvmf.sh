@@ -8,9 +8,14 @@
 # ctrl_loss_tmo and reconnected by pmcached, a SIGKILL with dirty data and
 # the port away; then, with dirty data and the port away again, it prints
 # PMC_CUTME and the host SIGKILLs qemu 0..1000 ms later. Boot 2 (same
-# images) runs t-nvmf.sh verify, connecting through the target's discovery
-# controller: every acknowledged region reads back through the cache and,
-# after a flush, from the namespace's own disk.
+# images) runs t-nvmf.sh verify: another namespace behind the NQN is
+# refused; pmcached starts with the target's port removed and serves the
+# volume from the pmem without its disk (hits, a failing miss, an absorbed
+# write); "pmcachectl volume reconnect" with the other namespace back is
+# refused at the rebind naming both identities, with the right one it
+# connects through the target's discovery controller and swaps the
+# namespace in: every acknowledged region reads back through the cache
+# and, after a flush, from the namespace's own disk.
 # PMC_VM_SEED=S replays a seed.
 set -euo pipefail
 [ $# -eq 4 ] || { echo "usage: vm-nvmf.sh IMAGE WORK PMCACHED PMCACHECTL" >&2; exit 2; }

@@ -14,15 +14,27 @@
 #     identity matches, the disk is re-pointed and write-back drains;
 #  4. dirty data with the port away, pmcached SIGKILLed, the port back, a
 #     restart takes the device over and everything reads back and drains;
+#     then pmcached stopped and started with the port away (the controller
+#     still reconnecting, or already gone): the volume is served without
+#     its disk, a dirty hit reads back; the port back: the namespace is
+#     swapped in and drains;
 #  5. dirty data with the port away again, then PMC_CUTME: the host cuts
 #     the power.
 # verify: first the target exports another disk (another NGUID) under the
 #   same NQN and nsid: pmcached refuses the volume naming both identities
-#   and writes nothing to it. Then the right one again, pmcached restarts
-#   (a crash restart) and connects
-#   through the target's discovery controller this time; every acknowledged
-#   region (ACKED, from the run's PMC_NVMF_ACKED line) reads back through
-#   the cache, then from the namespace's own disk after a flush.
+#   and writes nothing to it. Then pmcached starts (a crash restart) with
+#   the target's port removed: the volume is served without its disk
+#   (status "lost"): a dirty hit reads back, a read miss fails, a write is
+#   absorbed, write-back fails with the sticky error; a volume the cache
+#   does not know is refused by "volume add". The port comes back
+#   with the other disk: "pmcachectl volume reconnect" connects it, the
+#   rebind is refused naming both identities ("wrong-disk"), nothing
+#   changes. Then the right one again and a reconnect, through the
+#   target's discovery controller: the namespace is swapped in after its
+#   identity check, write-back drains; every acknowledged region (ACKED,
+#   from the run's PMC_NVMF_ACKED line, and the one written without the
+#   disk) reads back through the cache, then from the namespace's own disk
+#   after a flush.
 . /host/lib.sh
 PATH=/host/bin:$PATH
 WHAT=$1 SEED=${2:-1} ACKED=$3
@@ -145,22 +157,77 @@ if [ "$WHAT" = verify ]; then
 	[ "$(dd if="$OTHER" bs=1M count=16 iflag=direct 2>/dev/null | md5sum)" = "$SUM" ] &&
 		ok "the other disk did not change" || bad "the other disk changed"
 	nvme disconnect -n $NQN >/dev/null
+	# the target down when pmcached starts: the volume the cache knows is
+	# served from the pmem without its disk (a placeholder); the path monitor
+	# reconnects it when asked
+	port_down
+	pmcached_start $CONF $LOG || { bad "pmcached did not start with the target down"; cat $LOG; exit 1; }
+	grep -E "restart|ready|volume net" $LOG | tail -4
+	pmcachectl -s $SOCK status
+	grep -q "volume net: .*; served from the cache without its disk" $LOG &&
+		ok "started with the target down: the volume is served without its disk" ||
+		bad "no log line: served without its disk"
+	wait_for 10 "status shows the path lost" state_is lost
+	regions_ok "target down at start: dirty hits" /dev/ublkb0 7
+	if dd if=/dev/ublkb0 of=/dev/null bs=4k count=1 skip=$((600 * 256)) iflag=direct 2>/dev/null; then
+		bad "a read miss succeeded without the disk"
+	else
+		ok "a read miss fails without the disk"
+	fi
+	region 9 && ok "a write absorbed without the disk (region 9 reads back)" ||
+		bad "region 9 without the disk"
+	wait_for 20 "write-back fails with the volume's sticky error" error_set
+	pmcachectl -s $SOCK volume reconnect net >/tmp/rc.txt 2>&1 &&
+		ok "volume reconnect with the port away: $(cat /tmp/rc.txt)" ||
+		bad "volume reconnect with the port away: $(cat /tmp/rc.txt)"
+	sleep 1
+	state_is lost && ok "still lost with the port away" || bad "state $(jval state), port away"
+	# a volume the cache does not know is not served without its disk
+	if pmcachectl -s $SOCK volume add fresh nvmf disk.transport=tcp disk.traddr=127.0.0.1 \
+		disk.subsysnqn=$NQN disk.nsid=1 >/tmp/add.txt 2>&1; then
+		bad "a new volume was added with the target down: $(cat /tmp/add.txt)"
+	elif grep -q "volume fresh: .*connect" /tmp/add.txt && [ "$(wc -l </tmp/add.txt)" = 1 ]; then
+		ok "a new volume with the target down is refused: $(cat /tmp/add.txt)"
+	else
+		bad "the refusal of a new volume: $(cat /tmp/add.txt)"
+	fi
+	# the port back with another namespace behind the NQN: the rebind is
+	# refused naming both identities, the volume stays on the pmem
+	port_back
+	pmcachectl -s $SOCK volume reconnect net >/dev/null || bad "volume reconnect (wrong namespace)"
+	wait_for 30 "the other namespace is refused at the rebind" state_is wrong-disk
+	grep -q "volume net: /dev/nvme[0-9n]* is disk nvme.nguid-0123456789abcdef0123456789abcdef, the cache recorded nvme.nguid-$NGUID: not used" $LOG &&
+		ok "rebind refused: $(grep 'is disk nvme.nguid-0123' $LOG | tail -n 1)" ||
+		{ bad "no refusal naming both identities:"; tail -n 5 $LOG; }
+	regions_ok "wrong namespace refused: still served from the pmem" /dev/ublkb0 7 9
+	error_set && ok "the sticky error stays" || bad "the error was cleared: $(jval error)"
+	[ "$(dd if="$OTHER" bs=1M count=16 iflag=direct 2>/dev/null | md5sum)" = "$SUM" ] &&
+		ok "the other disk did not change" || bad "the other disk changed"
+	# the right namespace back: reconnect, identity checked, swapped in
+	port_down
+	nvme disconnect -n $NQN >/dev/null
 	echo 0 >$CFS/subsystems/$NQN/namespaces/1/enable &&
 		echo "$BACK" >$CFS/subsystems/$NQN/namespaces/1/device_path &&
 		echo $NGUID >$CFS/subsystems/$NQN/namespaces/1/device_nguid &&
 		echo 1 >$CFS/subsystems/$NQN/namespaces/1/enable || bad "the target's namespace back"
-	pmcached_start $CONF $LOG || { bad "pmcached did not restart"; cat $LOG; exit 1; }
-	grep -E "restart|ready|volume net" $LOG | tail -5
+	port_back
+	pmcachectl -s $SOCK volume reconnect net >/dev/null || bad "volume reconnect"
+	wait_for 60 "reconnected: path live" state_is live
+	grep -E "reconnected|disk is in|path back" $LOG | tail -3
+	grep -q "volume net: its disk is in: the namespace is /dev/nvme.* (identity nvme.nguid-$NGUID matches)" $LOG &&
+		ok "the namespace was swapped in after its identity check" ||
+		bad "no log line: its disk is in"
 	if [ $TR = tcp ]; then
 		dmesg | grep -q 'new ctrl: NQN "nqn.2014-08.org.nvmexpress.discovery"' &&
 			ok "pmcached connected through the discovery controller" ||
 			bad "no discovery controller was connected"
 	fi
 	pmcachectl -s $SOCK status
-	wait_for 30 "path live after the power cut" state_is live
-	regions_ok "after the power cut, through the cache" /dev/ublkb0 $ACKED
+	wait_for 60 "the dirty data drained after the reconnect" dirty_is_zero
+	[ "$(jval error)" = 0 ] && ok "sticky error cleared" || bad "error still $(jval error)"
+	regions_ok "after the power cut, through the cache" /dev/ublkb0 $ACKED 9
 	pmcachectl -s $SOCK flush >/dev/null && ok "flush" || bad "flush after the power cut"
-	regions_ok "after the power cut and a flush, on the namespace's disk" "$(raw_dev)" $ACKED
+	regions_ok "after the power cut and a flush, on the namespace's disk" "$(raw_dev)" $ACKED 9
 	pmcachectl -s $SOCK shutdown --remove-devices >/dev/null
 	wait $PID
 	echo "PMC_NVMF_TIME verify $(awk "BEGIN { print $(up) - $SECONDS0 }") s"
@@ -220,8 +287,10 @@ region 5 && ok "region 5 absorbed with the controller lost"
 port_back
 wait_for 60 "the daemon reconnected: path live" state_is live
 DEV2=$(jval device)
+# pmcached holds the old block device open until the rebind, so the kernel
+# cannot give its name to the new one
 [ "$DEV2" != "$DEV1" ] && ok "the namespace came back as $DEV2 (was $DEV1), identity checked" ||
-	echo "note: the namespace came back under the same name $DEV2"
+	bad "the namespace came back under the same name $DEV2: no rebind was tested"
 grep -E "reconnected|namespace is now|path back" $LOG | tail -3
 wait_for 60 "drained after the reconnect" dirty_is_zero
 regions_ok "after the reconnect, on the namespace's disk" "$(raw_dev)" 4 5
@@ -243,11 +312,34 @@ regions_ok "after SIGKILL and takeover, through the cache" /dev/ublkb0 0 1 2 3 4
 wait_for 60 "drained after the restart" dirty_is_zero
 regions_ok "after SIGKILL, on the namespace's disk" "$(raw_dev)" 6
 
+# --- 4b. a restart with the port away: served without its disk ------------
+port_down
+wait_for 20 "path down before the restart" state_not live
+region 10 && ok "region 10 absorbed"
+NSRV=$(grep -c "served from the cache without its disk" $LOG)
+kill $PID
+wait $PID 2>/dev/null
+pmcached_start $CONF $LOG || { bad "pmcached did not start with the port away"; cat $LOG; exit 1; }
+# the controller still reconnecting (connecting, resetting), being deleted,
+# or gone (lost): anything but live
+S4=$(jval state)
+[ -n "$S4" ] && [ "$S4" != live ] && ok "restarted with the port away: path $S4, device '$(jval device)'" ||
+	bad "restarted with the port away: path '$S4'"
+[ "$(grep -c "served from the cache without its disk" $LOG)" -gt "$NSRV" ] &&
+	ok "$(grep "served from the cache without its disk" $LOG | tail -n 1 | cut -c1-120)..." ||
+	bad "no log line: served without its disk"
+regions_ok "restarted with the port away: dirty hits" /dev/ublkb0 10
+port_back
+wait_for 90 "path live after the restart with the port away" state_is live
+grep -E "disk is in|path back" $LOG | tail -2
+wait_for 60 "drained after the port came back" dirty_is_zero
+regions_ok "after the restart with the port away, on the namespace's disk" "$(raw_dev)" 10
+
 # --- 5. power cut with dirty data and the port away -----------------------
 port_down
 wait_for 20 "path down for the power cut" state_not live
 region 7 && ok "region 7 absorbed"
-echo "PMC_NVMF_ACKED 0 1 2 3 4 5 6 7"
+echo "PMC_NVMF_ACKED 0 1 2 3 4 5 6 7 10"
 echo "PMC_NVMF_TIME run $(awk "BEGIN { print $(up) - $SECONDS0 }") s"
 [ $FAIL = 0 ] || exit 1
 echo PMC_CUTME
