@@ -299,6 +299,42 @@ static int wb_pin(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t *bl
 	return 1;
 }
 
+/* block lba of vol has a write-back or foreground disk write in flight */
+static int wb_flying(struct pmc_engine *e, uint32_t vol, uint64_t lba)
+{
+	int busy;
+
+	pthread_mutex_lock(&e->dw_lock);
+	busy = pmc_eng_wb_overlap_locked(e, vol, lba, 1) ||
+	       pmc_eng_around_overlap_locked(e, vol, lba, 1);
+	pthread_mutex_unlock(&e->dw_lock);
+	return busy;
+}
+
+/*
+ * Where the dirty run that lba is in starts: back from lba while the block
+ * before it is a live dirty block with no disk write in flight, at most max
+ * blocks and not below floor (the end of this step's last write of the
+ * volume). Write-back then writes the run from its start: the map's order
+ * is the cache's, not the disk's, and a write that started at the first
+ * block the map gave would leave the run's head for a write of its own.
+ */
+static uint64_t wb_run_start(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t floor,
+			     uint32_t max)
+{
+	uint64_t blk;
+
+	while (lba > floor && max--) {
+		if (!wb_pin(e, vol, lba - 1, &blk))
+			break;
+		pmc_cache_unpin(e->c, blk);
+		if (wb_flying(e, vol, lba - 1))
+			break;
+		lba--;
+	}
+	return lba;
+}
+
 static int vol_eligible(struct pmc_engine *e, uint32_t vol, uint64_t now)
 {
 	struct pmc_evol *v = &e->vols[vol];
@@ -534,6 +570,8 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	uint64_t now = pmc_eng_queue_now(q), pct;
 	unsigned limit, n, i, started = 0;
 	struct wb_round *r = NULL; /* the round of the volume at hand */
+	uint32_t prev_vol = UINT32_MAX; /* this step's last write */
+	uint64_t prev_end = 0;
 	int idle;
 
 	if (!e->c)
@@ -552,7 +590,10 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	e->wb_active = e->wb_active ? pct > wb.low_pct : pct >= wb.high_pct;
 	wb_finish_drains(e);
 	idle = now - atomic_load(&e->last_fg_ns) > (uint64_t)wb.idle_ms * 1000000ull;
-	limit = idle || e->wb_force ? wb.max_inflight : wb.busy_inflight;
+	/* foreground I/O running: write-back keeps out of its way, unless the
+	 * cache is above the high watermark, where the foreground is about to
+	 * run out of blocks and waits for write-back anyway */
+	limit = idle || e->wb_force || pct >= wb.high_pct ? wb.max_inflight : wb.busy_inflight;
 	if (ci.nr_dirty == 0 || e->wb_inflight >= limit || e->wb_inflight + e->wb_held >= 2 * limit) {
 		pthread_mutex_unlock(&e->wb_lock);
 		return 0;
@@ -569,6 +610,17 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 		if (!wb_pin(e, vol, lba, &blk)) {
 			i++;
 			continue;
+		}
+		if (lba > (prev_vol == vol ? prev_end : 0)) {
+			uint64_t first = wb_run_start(e, vol, lba, prev_vol == vol ? prev_end : 0,
+						      e->max_io_blocks / 2);
+			uint64_t fblk;
+
+			if (first < lba && wb_pin(e, vol, first, &fblk)) {
+				pmc_cache_unpin(e->c, blk);
+				lba = first;
+				blk = fblk;
+			}
 		}
 		if (r && r->vol != vol) {
 			round_seal(e, r);
@@ -595,6 +647,10 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 				i++; /* duplicates */
 			if (!wb_pin(e, vol, lba + w->n, &blk))
 				break;
+			if (wb_flying(e, vol, lba + w->n)) {
+				pmc_cache_unpin(e->c, blk);
+				break; /* the claim would refuse the whole write */
+			}
 			w->blk[w->n++] = blk;
 			if (i < n && e->items[i].vol == vol && e->items[i].lba == lba + w->n - 1)
 				i++;
@@ -610,6 +666,8 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 		}
 		wb_submit(e, q, r, w);
 		started++;
+		prev_vol = vol;
+		prev_end = lba + w->n;
 	}
 	if (r)
 		round_seal(e, r);

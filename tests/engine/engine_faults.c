@@ -1384,6 +1384,52 @@ static void sc_seq_bypass(void)
 	teardown();
 }
 
+/*
+ * Write-back pacing: with requests running, write-back keeps busy_inflight
+ * writes in flight while the cache is below high_pct dirty, and up to
+ * max_inflight above it (the foreground is about to run out of blocks).
+ */
+static void sc_wb_pace(void)
+{
+	struct pmc_wb_conf wb;
+	struct pmc_volume_conf vc;
+	struct et_vol *a = &g_v[0];
+	uint64_t w0, n;
+
+	pmc_wb_conf_default(&wb);
+	wb.high_pct = 50;
+	wb.low_pct = 10;
+	wb.max_age_ms = 1; /* every dirty block is due at once */
+	wb.max_io_bytes = BS;
+	wb.max_inflight = 8;
+	wb.busy_inflight = 2;
+	wb.idle_ms = 60000; /* requests ran: busy throughout */
+	pmc_volume_conf_default(&vc);
+	setup("wb_pace", 256, 1, 4096, &wb, &vc);
+	g_no_steps = 1;
+	/* a quarter of the cache dirty, no two blocks neighbours */
+	n = g_t.nr_blocks / 4;
+	for (uint64_t k = 0; k < n; k++)
+		T_EQ(write_ver(a, k * 2, 1, 1, 0), 0);
+	usleep(5000);
+	g_f[0].delay_writes = 1000;
+	g_f[0].delay_ns = 3000000000ull;
+	w0 = g_f[0].submits[PMC_IO_WRITE];
+	for (int k = 0; k < 20; k++)
+		pmc_engine_writeback_step(g_t.e, g_q);
+	T_EQ(g_f[0].submits[PMC_IO_WRITE] - w0, wb.busy_inflight);
+	/* seven eighths dirty: above high_pct */
+	for (uint64_t k = n; k < g_t.nr_blocks * 7 / 8; k++)
+		T_EQ(write_ver(a, k * 2, 1, 1, 0), 0);
+	usleep(5000);
+	for (int k = 0; k < 20; k++)
+		pmc_engine_writeback_step(g_t.e, g_q);
+	T_EQ(g_f[0].submits[PMC_IO_WRITE] - w0, wb.max_inflight);
+	g_f[0].delay_writes = 0;
+	et_flush_all(&g_t, g_q, NULL);
+	teardown();
+}
+
 static void sc_refusals(void)
 {
 	struct pmc_wb_conf wb;
@@ -1766,7 +1812,7 @@ static const struct {
 	{"wb_order", sc_wb_order},   {"around_dirty", sc_around_dirty},
 	{"wb_race", sc_wb_race},     {"durable", sc_durable},
 	{"wb_sync", sc_wb_sync},     {"wb_sync_fail", sc_wb_sync_fail},
-	{"seq_bypass", sc_seq_bypass},
+	{"seq_bypass", sc_seq_bypass}, {"wb_pace", sc_wb_pace},
 };
 
 int main(int argc, char **argv)

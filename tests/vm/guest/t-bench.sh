@@ -149,6 +149,12 @@ two_jobs() {
 	echo --numjobs=2 --group_reporting --cpus_allowed=0-1 --cpus_allowed_policy=split
 }
 
+# ctl_set KEY JSON-VALUE: set a setting of pmcache's volume vol0
+ctl_set() {
+	pmc-vm-ctl $SOCK "{\"cmd\":\"set\",\"volume\":\"vol0\",\"key\":\"$1\",\"value\":$2}" |
+		tail -n 1 | grep -q '"ok":true'
+}
+
 # flush_all SYS: write back everything that is dirty and wait for it
 flush_all() {
 	case $1 in
@@ -264,9 +270,14 @@ for S in $SYSTEMS; do
 	mkdir -p $OUT/$S
 	setup $S || { bad "$S: setup failed"; dmesg | tail -n 5; continue; }
 	ok "$S: $DEV ($(blockdev --getsize64 $DEV) bytes)"
-	# warm-up: the working set is written, then read once
+	# warm-up: the working set is written, then read once. Sequential, so
+	# pmcache's sequential cutoff is off for it (as bcache's is for the
+	# whole run), or the warm-up would go around the cache and the "warm"
+	# jobs would measure misses; the jobs after it run with the default
+	[ $S = pmcache ] && { ctl_set seq_cutoff 0 || bad "pmcache: seq_cutoff 0"; }
 	fio_job $S warm_write --rw=write --bs=1M --iodepth=8 --offset=0 --size=${WS}M
 	fio_job $S warm_read --rw=read --bs=1M --iodepth=8 --offset=0 --size=${WS}M
+	[ $S = pmcache ] && { ctl_set seq_cutoff '"4M"' || bad "pmcache: seq_cutoff 4M"; }
 	fio_job $S randread_warm --rw=randread --bs=4k --iodepth=32 --offset=0 --size=${WS}M $(timed)
 	fio_job $S randread_warm_2j --rw=randread --bs=4k --iodepth=32 --offset=0 --size=${WS}M \
 		$(timed) $(two_jobs)
