@@ -210,8 +210,8 @@ const struct pmc_config_key pmc_config_table[] = {
      .min = 1,
      .max = 1024,
      .unit = "writes",
-     .doc = "write-back writes in flight while no other request runs, or while the cache "
-	    "is above high_pct dirty"},
+     .doc = "write-back writes in flight while no other request runs, or while writes wait "
+	    "for free blocks"},
     {.key = "writeback.busy_inflight",
      TOP(wb.busy_inflight),
      .type = PMC_CONFIG_T_INT,
@@ -220,8 +220,7 @@ const struct pmc_config_key pmc_config_table[] = {
      .min = 1,
      .max = 1024,
      .unit = "writes",
-     .doc = "... while requests run and the cache is below high_pct dirty (at most "
-	    "max_inflight)"},
+     .doc = "... while requests run (at most max_inflight)"},
     {.key = "writeback.idle_ms",
      TOP(wb.idle_ms),
      .type = PMC_CONFIG_T_INT,

@@ -907,9 +907,9 @@ void pmc_eng_start(struct pmc_req_ctx *x)
 	x->buf = req->flags & PMC_REQ_UCOPY ? NULL : req->buf;
 	x->ucopy_out = 0;
 	x->start_ns = pmc_eng_queue_now(x->q);
-	/* shared by every queue: written at most once per millisecond */
-	if (x->start_ns - atomic_load_explicit(&x->q->e->last_fg_ns, memory_order_relaxed) >
-	    1000000ull)
+	/* shared by every queue: written at most once per millisecond, and
+	 * never back (another queue's loop time can be later than this one's) */
+	if (x->start_ns > atomic_load_explicit(&x->q->e->last_fg_ns, memory_order_relaxed) + 1000000ull)
 		atomic_store_explicit(&x->q->e->last_fg_ns, x->start_ns, memory_order_relaxed);
 	switch (req->op) {
 	case PMC_REQ_READ:

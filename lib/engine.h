@@ -49,8 +49,8 @@ struct pmc_wb_conf {
 	uint32_t low_pct;	  /* stop below this % (default 30) */
 	uint64_t max_age_ms;	  /* write back blocks dirty for longer than this (default 30000) */
 	uint32_t max_io_bytes;	  /* merge neighbours into writes up to this size (default 1 MiB) */
-	uint32_t max_inflight;	  /* write-back writes at once when idle or above high_pct (default 32) */
-	uint32_t busy_inflight;	  /* ... while foreground I/O runs below high_pct (default 4) */
+	uint32_t max_inflight;	  /* write-back writes at once when idle or writes wait for blocks (default 32) */
+	uint32_t busy_inflight;	  /* ... while foreground I/O runs (default 4) */
 	uint32_t idle_ms;	  /* no foreground request for this long = idle (default 100) */
 	uint32_t retry_ms;	  /* first back-off after a disk error, doubling to 60 s (default 1000) */
 	uint32_t max_req_bytes;	  /* largest request (default 1 MiB) */

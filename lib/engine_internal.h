@@ -147,6 +147,7 @@ struct pmc_engine {
 	struct pmc_queue *queues; /* under lock */
 	struct pmc_vol_stats *retired; /* [nvols] counted by destroyed queues (lock) */
 	atomic_uint_fast64_t last_fg_ns;
+	atomic_uint_fast64_t last_nospace_ns; /* a write last waited for a free block */
 	int told_fixed;		/* logged which I/O path is in use (under lock) */
 	atomic_uchar ghost[GHOST_SLOTS];
 	/* write-back, owned by the thread in writeback_step (wb_lock) */
@@ -170,6 +171,10 @@ struct pmc_engine {
 	int wb_force;
 	uint64_t *wb_oldest;	/* [max_volumes] oldest birth in the current sweep */
 	uint64_t wb_swept;	/* descriptors swept in the current pass */
+	/* no dirty block is older than this (pmc_now_ns): the oldest birth
+	 * the last full pass saw, or that pass's start if earlier; 0 unknown */
+	uint64_t wb_born_after;
+	uint64_t wb_pass_start;	/* when the current pass began (0: unknown) */
 	uint32_t wb_first_vol;	/* the next step serves this volume (or the next one) first */
 	struct wb_item *items;	/* [WB_BATCH] */
 	struct wb_io *wb_free;

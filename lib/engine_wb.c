@@ -299,40 +299,42 @@ static int wb_pin(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t *bl
 	return 1;
 }
 
-/* block lba of vol has a write-back or foreground disk write in flight */
-static int wb_flying(struct pmc_engine *e, uint32_t vol, uint64_t lba)
+/* a write-back or foreground disk write of blocks [lba, lba + n) of vol
+ * is in flight */
+static int wb_flying(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
 {
 	int busy;
 
 	pthread_mutex_lock(&e->dw_lock);
-	busy = pmc_eng_wb_overlap_locked(e, vol, lba, 1) ||
-	       pmc_eng_around_overlap_locked(e, vol, lba, 1);
+	busy = pmc_eng_wb_overlap_locked(e, vol, lba, n) ||
+	       pmc_eng_around_overlap_locked(e, vol, lba, n);
 	pthread_mutex_unlock(&e->dw_lock);
 	return busy;
 }
 
 /*
  * Where the dirty run that lba is in starts: back from lba while the block
- * before it is a live dirty block with no disk write in flight, at most max
- * blocks and not below floor (the end of this step's last write of the
- * volume). Write-back then writes the run from its start: the map's order
- * is the cache's, not the disk's, and a write that started at the first
+ * before it is a live dirty block, at most max blocks and not below floor
+ * (the end of this step's last write of the volume); lba itself when a
+ * disk write of the blocks before it is in flight (the claim would refuse
+ * the write). Write-back then writes the run from its start: the map's
+ * order is the cache's, not the disk's, and a write that started at the
  * block the map gave would leave the run's head for a write of its own.
  */
 static uint64_t wb_run_start(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t floor,
 			     uint32_t max)
 {
-	uint64_t blk;
+	uint64_t first = lba, blk;
 
-	while (lba > floor && max--) {
-		if (!wb_pin(e, vol, lba - 1, &blk))
+	while (first > floor && max--) {
+		if (!wb_pin(e, vol, first - 1, &blk))
 			break;
 		pmc_cache_unpin(e->c, blk);
-		if (wb_flying(e, vol, lba - 1))
-			break;
-		lba--;
+		first--;
 	}
-	return lba;
+	if (first < lba && wb_flying(e, vol, first, lba - first))
+		return lba;
+	return first;
 }
 
 static int vol_eligible(struct pmc_engine *e, uint32_t vol, uint64_t now)
@@ -345,10 +347,38 @@ static int vol_eligible(struct pmc_engine *e, uint32_t vol, uint64_t now)
 /* a full pass over the dirty blocks: publish the oldest dirty ages */
 static void wb_pass_done(struct pmc_engine *e)
 {
+	uint64_t now = pmc_now_ns(), born = e->wb_pass_start;
+
 	for (uint32_t j = 0; j < e->c->max_volumes; j++) {
+		if (e->wb_oldest[j] < born)
+			born = e->wb_oldest[j];
 		atomic_store(&e->vols[j].oldest_birth_ns, e->wb_oldest[j]);
 		e->wb_oldest[j] = UINT64_MAX;
 	}
+	/* every block dirty now was seen by this pass or dirtied since it
+	 * began */
+	e->wb_born_after = born;
+	e->wb_pass_start = now;
+}
+
+/*
+ * Nothing can be due by age before the oldest dirty block the last full
+ * pass saw ages: until then a step below the high watermark, with no flush
+ * or drain asked for, need not sweep the dirty map (each sweep reads up to
+ * WB_SCAN descriptors; on a large cache of young dirty blocks the write-back
+ * thread did that every 10 ms for nothing). A clock that went back makes
+ * the bound unknown.
+ */
+static int wb_nothing_due(struct pmc_engine *e, uint64_t max_age_ns)
+{
+	uint64_t now = pmc_now_ns(), born = e->wb_born_after;
+
+	if (e->wb_active || e->wb_force || !e->wb_map || !born || now < born)
+		return 0;
+	for (uint32_t i = 0; i < e->nvols; i++)
+		if (atomic_load(&e->vols[i].draining))
+			return 0;
+	return max_age_ns > UINT64_MAX - born || now < born + max_age_ns;
 }
 
 /*
@@ -446,6 +476,8 @@ static void wb_rebuild(struct pmc_engine *e)
 	e->wb_map = 1;
 	e->wb_cursor = 0;
 	e->wb_swept = 0;
+	e->wb_pass_start = pmc_now_ns();
+	e->wb_born_after = 0;
 	for (uint32_t j = 0; j < e->c->max_volumes; j++)
 		e->wb_oldest[j] = UINT64_MAX;
 }
@@ -567,12 +599,12 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 {
 	struct pmc_cache_info ci;
 	struct pmc_wb_conf wb;
-	uint64_t now = pmc_eng_queue_now(q), pct;
+	uint64_t now = pmc_eng_queue_now(q), pct, nospace_ns, fg_ns;
 	unsigned limit, n, i, started = 0;
 	struct wb_round *r = NULL; /* the round of the volume at hand */
 	uint32_t prev_vol = UINT32_MAX; /* this step's last write */
 	uint64_t prev_end = 0;
-	int idle;
+	int idle, starved;
 
 	if (!e->c)
 		return 0;
@@ -589,12 +621,19 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	pct = ci.nr_dirty * 100 / ci.nr_blocks;
 	e->wb_active = e->wb_active ? pct > wb.low_pct : pct >= wb.high_pct;
 	wb_finish_drains(e);
-	idle = now - atomic_load(&e->last_fg_ns) > (uint64_t)wb.idle_ms * 1000000ull;
-	/* foreground I/O running: write-back keeps out of its way, unless the
-	 * cache is above the high watermark, where the foreground is about to
-	 * run out of blocks and waits for write-back anyway */
-	limit = idle || e->wb_force || pct >= wb.high_pct ? wb.max_inflight : wb.busy_inflight;
-	if (ci.nr_dirty == 0 || e->wb_inflight >= limit || e->wb_inflight + e->wb_held >= 2 * limit) {
+	/* now is the time of this queue's loop iteration, and a request that
+	 * started since on another queue (or outside a poll) can be later */
+	fg_ns = atomic_load(&e->last_fg_ns);
+	idle = now > fg_ns && now - fg_ns > (uint64_t)wb.idle_ms * 1000000ull;
+	/* foreground I/O running: write-back keeps out of its way, unless
+	 * writes waited for free blocks within idle_ms: they wait for
+	 * write-back anyway, holding it back only makes them wait longer */
+	nospace_ns = atomic_load(&e->last_nospace_ns);
+	starved = nospace_ns && (now < nospace_ns ||
+				 now - nospace_ns <= (uint64_t)wb.idle_ms * 1000000ull);
+	limit = idle || starved || e->wb_force ? wb.max_inflight : wb.busy_inflight;
+	if (ci.nr_dirty == 0 || e->wb_inflight >= limit || e->wb_inflight + e->wb_held >= 2 * limit ||
+	    wb_nothing_due(e, wb.max_age_ms * 1000000ull)) {
 		pthread_mutex_unlock(&e->wb_lock);
 		return 0;
 	}
@@ -647,10 +686,6 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 				i++; /* duplicates */
 			if (!wb_pin(e, vol, lba + w->n, &blk))
 				break;
-			if (wb_flying(e, vol, lba + w->n)) {
-				pmc_cache_unpin(e->c, blk);
-				break; /* the claim would refuse the whole write */
-			}
 			w->blk[w->n++] = blk;
 			if (i < n && e->items[i].vol == vol && e->items[i].lba == lba + w->n - 1)
 				i++;

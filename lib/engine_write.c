@@ -457,6 +457,8 @@ static int write_cached_marked(struct pmc_req_ctx *x, int through)
 			disk_write(x, tstart, i, 1, 1, through_done);
 		STAT_ADD(st, write_pmem_blocks, i - x->cursor);
 		STAT_ADD(st, nospace_waits, 1);
+		/* write-back: no holding back while writes wait for it */
+		atomic_store_explicit(&e->last_nospace_ns, pmc_eng_queue_now(q), memory_order_relaxed);
 		x->cursor = i;
 		return 1;
 	}

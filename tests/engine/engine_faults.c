@@ -1386,29 +1386,31 @@ static void sc_seq_bypass(void)
 
 /*
  * Write-back pacing: with requests running, write-back keeps busy_inflight
- * writes in flight while the cache is below high_pct dirty, and up to
- * max_inflight above it (the foreground is about to run out of blocks).
+ * writes in flight, and max_inflight once a write waited for a free block
+ * (it waits for write-back anyway).
  */
 static void sc_wb_pace(void)
 {
 	struct pmc_wb_conf wb;
 	struct pmc_volume_conf vc;
 	struct et_vol *a = &g_v[0];
+	struct et_req r;
+	char *buf = et_alloc(BS);
 	uint64_t w0, n;
 
 	pmc_wb_conf_default(&wb);
-	wb.high_pct = 50;
-	wb.low_pct = 10;
+	wb.high_pct = 100; /* below the watermark throughout: only age makes blocks due */
+	wb.low_pct = 90;
 	wb.max_age_ms = 1; /* every dirty block is due at once */
 	wb.max_io_bytes = BS;
 	wb.max_inflight = 8;
 	wb.busy_inflight = 2;
-	wb.idle_ms = 60000; /* requests ran: busy throughout */
+	wb.idle_ms = 60000; /* requests ran: busy, and a wait counts, throughout */
 	pmc_volume_conf_default(&vc);
 	setup("wb_pace", 256, 1, 4096, &wb, &vc);
 	g_no_steps = 1;
-	/* a quarter of the cache dirty, no two blocks neighbours */
-	n = g_t.nr_blocks / 4;
+	/* every block of the cache dirty, no two neighbours */
+	n = g_t.nr_blocks;
 	for (uint64_t k = 0; k < n; k++)
 		T_EQ(write_ver(a, k * 2, 1, 1, 0), 0);
 	usleep(5000);
@@ -1418,15 +1420,21 @@ static void sc_wb_pace(void)
 	for (int k = 0; k < 20; k++)
 		pmc_engine_writeback_step(g_t.e, g_q);
 	T_EQ(g_f[0].submits[PMC_IO_WRITE] - w0, wb.busy_inflight);
-	/* seven eighths dirty: above high_pct */
-	for (uint64_t k = n; k < g_t.nr_blocks * 7 / 8; k++)
-		T_EQ(write_ver(a, k * 2, 1, 1, 0), 0);
-	usleep(5000);
+	/* one more write: no free block, it waits (nospace = wait) */
+	et_fill(buf, a->tag, 1, 1);
+	et_submit(g_q, &r, PMC_REQ_WRITE, a->vol, 1, 1, buf, 0);
+	for (int k = 0; k < 20 && !r.done; k++)
+		pmc_queue_poll(g_q, 0, 0);
+	T_TRUE(!r.done);
 	for (int k = 0; k < 20; k++)
 		pmc_engine_writeback_step(g_t.e, g_q);
 	T_EQ(g_f[0].submits[PMC_IO_WRITE] - w0, wb.max_inflight);
 	g_f[0].delay_writes = 0;
+	et_wait(g_t.e, g_q, g_q, &r.done, 15000, "wb_pace: the waiting write");
+	T_EQ(r.res, 0);
+	expect_engine(a, 1, 1, &(uint64_t){1}, 1, "the write that waited");
 	et_flush_all(&g_t, g_q, NULL);
+	free(buf);
 	teardown();
 }
 
