@@ -287,6 +287,19 @@ static int child(uint64_t size, struct eng_result *r)
 
 /* 4 KiB hits: CPU time per request, and write hits against libpmem2's
  * memcpy + persist into the same mapping */
+/* HIT_REQS requests of op at offs, QD HIT_DEPTH: CPU and wall seconds */
+static int timed_hits(struct eng_env *v, enum pmc_req_op op, char *bufs, const uint64_t *offs,
+		      double *cpu, double *wall)
+{
+	uint64_t t0 = bench_now_ns();
+	double c0 = cpu_s();
+	int rc = run_reqs(v->q, v->vol, op, bufs, BLK, HIT_REQS, offs, HIT_DEPTH);
+
+	*cpu = cpu_s() - c0;
+	*wall = (double)(bench_now_ns() - t0) / 1e9;
+	return rc;
+}
+
 static int child_hits(uint64_t size, struct eng_result *r)
 {
 	struct eng_env v;
@@ -317,11 +330,7 @@ static int child_hits(uint64_t size, struct eng_result *r)
 	if (rc)
 		return efail(r, -rc, "4 KiB hits: fill", NULL);
 
-	t0 = bench_now_ns();
-	c0 = cpu_s();
-	rc = run_reqs(v.q, v.vol, PMC_REQ_WRITE, bufs, BLK, HIT_REQS, offs, HIT_DEPTH);
-	r->write_hit_cpu_s = cpu_s() - c0;
-	r->write_hit_s = (double)(bench_now_ns() - t0) / 1e9;
+	rc = timed_hits(&v, PMC_REQ_WRITE, bufs, offs, &r->write_hit_cpu_s, &r->write_hit_s);
 	if (rc)
 		return efail(r, -rc, "4 KiB write hits", NULL);
 	/* the same writes again once write-back made every block clean */
@@ -332,18 +341,10 @@ static int child_hits(uint64_t size, struct eng_result *r)
 		if (rc)
 			return efail(r, -rc, "4 KiB hits: flush", &err);
 	}
-	t0 = bench_now_ns();
-	c0 = cpu_s();
-	rc = run_reqs(v.q, v.vol, PMC_REQ_WRITE, bufs, BLK, HIT_REQS, offs, HIT_DEPTH);
-	r->write_clean_cpu_s = cpu_s() - c0;
-	r->write_clean_s = (double)(bench_now_ns() - t0) / 1e9;
+	rc = timed_hits(&v, PMC_REQ_WRITE, bufs, offs, &r->write_clean_cpu_s, &r->write_clean_s);
 	if (rc)
 		return efail(r, -rc, "4 KiB write hits on clean blocks", NULL);
-	t0 = bench_now_ns();
-	c0 = cpu_s();
-	rc = run_reqs(v.q, v.vol, PMC_REQ_READ, bufs, BLK, HIT_REQS, offs, HIT_DEPTH);
-	r->read_hit_cpu_s = cpu_s() - c0;
-	r->read_hit_s = (double)(bench_now_ns() - t0) / 1e9;
+	rc = timed_hits(&v, PMC_REQ_READ, bufs, offs, &r->read_hit_cpu_s, &r->read_hit_s);
 	if (rc)
 		return efail(r, -rc, "4 KiB read hits", NULL);
 
