@@ -16,8 +16,10 @@ cat >/tmp/pmcached.conf <<EOC
 pmem = { path = "$DAX"; };
 state_dir = "/tmp/pmcache-state";
 control = { socket = "/tmp/pmcached.sock"; };
-volumes = ( { name = "vol0"; disk = "$D0"; mode = "write-back"; ublk_id = 0; } );
+volumes = ( { name = "vol0"; disk = "$D0"; mode = "write-back"; ublk_id = 0; seq_cutoff = 0; } );
 EOC
+# seq_cutoff 0: the chunks are one sequential stream, and the power cut is
+# to find them acknowledged in the pmem, not sent around the cache
 pmcached_start /tmp/pmcached.conf /tmp/pmcached.log ||
 	{ bad "pmcached did not start"; cat /tmp/pmcached.log; exit 1; }
 grep -E "restart|ready" /tmp/pmcached.log

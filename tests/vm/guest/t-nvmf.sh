@@ -92,6 +92,10 @@ ADDR='traddr = "127.0.0.1"; trsvcid = "4420";'
 # on every port)
 [ $WHAT = verify ] && ADDR="$ADDR discovery = \"yes\";"
 [ $TR = loop ] && ADDR=""
+# ctrl_loss_tmo: longer than part 2's outage even on a slow guest (with 6 s
+# it ran out there in a run, the daemon reconnected the controller, and a
+# write-back write to the deleted namespace set the volume's error after
+# the path came back), short enough for part 3 to wait it out
 cat >$CONF <<EOC
 pmem = { path = "$DAX"; };
 state_dir = "/tmp/pmcache-state";
@@ -100,7 +104,7 @@ queues = { count = 1; depth = 64; };
 writeback = { high_pct = 90; low_pct = 80; max_age_ms = 500; retry_ms = 200; idle_ms = 20; };
 volumes = ( { name = "net"; mode = "write-back"; ublk_id = 0;
 	disk = { transport = "$TR"; $ADDR subsysnqn = "$NQN"; nsid = 1;
-		ctrl_loss_tmo = 6; fast_io_fail_tmo = 1; reconnect_delay = 1; }; } );
+		ctrl_loss_tmo = 12; fast_io_fail_tmo = 1; reconnect_delay = 1; }; } );
 EOC
 
 status() { pmcachectl -s $SOCK status --json 2>/dev/null | tr -d ' \n'; }
