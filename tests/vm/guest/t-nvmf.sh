@@ -13,7 +13,8 @@
 #     the namespace reappears under another block device name, its
 #     identity matches, the disk is re-pointed and write-back drains;
 #  4. dirty data with the port away, pmcached SIGKILLed, the port back, a
-#     restart takes the device over and everything reads back and drains;
+#     restart (its config now names the namespace by NGUID, not nsid)
+#     takes the device over and everything reads back and drains;
 #     then pmcached stopped and started with the port away (the controller
 #     still reconnecting, or already gone): the volume is served without
 #     its disk, a dirty hit reads back; the port back: the namespace is
@@ -311,6 +312,10 @@ ok "pmcached SIGKILLed with $D6 dirty blocks in the pmem and the port away"
 port_back
 wait_for 30 "the kernel reconnected while no daemon ran" sh -c \
 	"grep -q live /sys/class/nvme/*/state"
+# from here on the config names the namespace by its NGUID, not its nsid
+sed -i "s/nsid = 1;/nguid = \"$NGUID\";/" $CONF
+grep -q "nguid = \"$NGUID\";" $CONF && ok "the config names the namespace by its NGUID" ||
+	bad "the config does not name the NGUID"
 pmcached_start $CONF $LOG || { bad "pmcached did not restart"; cat $LOG; exit 1; }
 regions_ok "after SIGKILL and takeover, through the cache" /dev/ublkb0 0 1 2 3 4 5 6
 wait_for 60 "drained after the restart" dirty_is_zero
