@@ -49,6 +49,31 @@ static int blkdev_can_discard(dev_t rdev)
 	return v > 0;
 }
 
+int pmc_disk_geometry(int fd, uint64_t *size, uint32_t *lbs, uint32_t *pbs)
+{
+	struct stat st;
+	unsigned int p = 0;
+	int l = 0;
+
+	if (fstat(fd, &st) != 0)
+		return -errno;
+	if (S_ISREG(st.st_mode)) {
+		*size = (uint64_t)st.st_size;
+		*lbs = 512;
+		*pbs = 4096;
+		return 0;
+	}
+	if (!S_ISBLK(st.st_mode))
+		return -EINVAL;
+	if (ioctl(fd, BLKGETSIZE64, size) != 0 || ioctl(fd, BLKSSZGET, &l) != 0)
+		return -errno;
+	if (ioctl(fd, BLKPBSZGET, &p) != 0)
+		p = (unsigned int)l;
+	*lbs = (uint32_t)l;
+	*pbs = p;
+	return 0;
+}
+
 int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 		  struct pmc_err *err)
 {
@@ -80,27 +105,14 @@ int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 	d->fd = fd;
 	d->ops = &pmc_disk_default_ops;
 	snprintf(d->path, sizeof(d->path), "%s", path);
-	if (S_ISBLK(st.st_mode)) {
-		int lbs = 0;
-		unsigned int pbs = 0;
-
-		d->is_blkdev = 1;
-		if (ioctl(fd, BLKGETSIZE64, &d->size) != 0 || ioctl(fd, BLKSSZGET, &lbs) != 0) {
-			rc = pmc_err_set(err, errno, "disk %s: cannot read its size: %s", path,
-					 strerror(errno));
-			goto err_close;
-		}
-		if (ioctl(fd, BLKPBSZGET, &pbs) != 0)
-			pbs = (unsigned int)lbs;
-		d->lbs = (uint32_t)lbs;
-		d->pbs = pbs;
-		d->can_discard = blkdev_can_discard(st.st_rdev);
-	} else {
-		d->size = (uint64_t)st.st_size;
-		d->lbs = 512;
-		d->pbs = 4096;
-		d->can_discard = 1; /* fallocate(PUNCH_HOLE); refused ones are ignored */
+	rc = pmc_disk_geometry(fd, &d->size, &d->lbs, &d->pbs);
+	if (rc) {
+		rc = pmc_err_set(err, -rc, "disk %s: cannot read its size: %s", path, strerror(-rc));
+		goto err_close;
 	}
+	d->is_blkdev = S_ISBLK(st.st_mode);
+	/* a file: fallocate(PUNCH_HOLE); refused ones are ignored */
+	d->can_discard = d->is_blkdev ? blkdev_can_discard(st.st_rdev) : 1;
 	if (min_size && d->size < min_size) {
 		rc = pmc_err_set(err, ENOSPC,
 				 "disk %s: %" PRIu64 " bytes is smaller than the volume's %" PRIu64

@@ -53,6 +53,9 @@ extern const struct pmc_disk_ops pmc_disk_default_ops;
 int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 		  struct pmc_err *err);
 void pmc_disk_close(struct pmc_disk *d);
+/* size, logical and physical block size of an open block device or file
+ * (a file: its length, 512 and 4096); 0 or -errno */
+int pmc_disk_geometry(int fd, uint64_t *size, uint32_t *lbs, uint32_t *pbs);
 /* ops->sync, or fdatasync: 0 or -errno */
 int pmc_disk_sync(struct pmc_disk *d);
 

@@ -644,22 +644,14 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	for (i = 0; i < n && e->wb_inflight < limit && e->wb_inflight + e->wb_held < 2 * limit;) {
 		struct wb_io *w;
 		uint32_t vol = e->items[i].vol;
-		uint64_t lba = e->items[i].lba, blk;
+		uint64_t seed = e->items[i].lba, blk;
+		uint64_t lba = wb_run_start(e, vol, seed, prev_vol == vol ? prev_end : 0,
+					    e->max_io_blocks / 2);
 
-		if (!wb_pin(e, vol, lba, &blk)) {
+		/* the run's head, or the block the map gave if the head changed */
+		if (!wb_pin(e, vol, lba, &blk) && (lba == seed || !wb_pin(e, vol, lba = seed, &blk))) {
 			i++;
 			continue;
-		}
-		if (lba > (prev_vol == vol ? prev_end : 0)) {
-			uint64_t first = wb_run_start(e, vol, lba, prev_vol == vol ? prev_end : 0,
-						      e->max_io_blocks / 2);
-			uint64_t fblk;
-
-			if (first < lba && wb_pin(e, vol, first, &fblk)) {
-				pmc_cache_unpin(e->c, blk);
-				lba = first;
-				blk = fblk;
-			}
 		}
 		if (r && r->vol != vol) {
 			round_seal(e, r);

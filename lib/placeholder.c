@@ -15,13 +15,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <linux/fs.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "diskid.h"
@@ -141,39 +138,18 @@ const char *pmc_placeholder_id(const struct pmc_disk *d)
 	return pmc_placeholder_is(d) ? pd_of(d)->id.text : "";
 }
 
-/* the size and logical block size of fd's disk */
-static int geometry(int fd, uint64_t *size, uint32_t *lbs)
-{
-	struct stat st;
-	int l = 0;
-
-	if (fstat(fd, &st) != 0)
-		return -errno;
-	if (S_ISREG(st.st_mode)) {
-		*size = (uint64_t)st.st_size;
-		*lbs = 512;
-		return 0;
-	}
-	if (!S_ISBLK(st.st_mode))
-		return -EINVAL;
-	if (ioctl(fd, BLKGETSIZE64, size) != 0 || ioctl(fd, BLKSSZGET, &l) != 0)
-		return -errno;
-	*lbs = (uint32_t)l;
-	return 0;
-}
-
 int pmc_placeholder_swap(struct pmc_disk *d, int fd, const char *dev, uint32_t block_size,
 			 struct pmc_err *err)
 {
 	struct pdisk *p = pd_of(d);
 	struct pmc_disk_id id;
 	uint64_t size = 0;
-	uint32_t lbs = 0;
+	uint32_t lbs = 0, pbs = 0;
 	int rc;
 
 	if (!pmc_placeholder_is(d))
 		return pmc_err_set(err, EINVAL, "disk %s: not a placeholder", d ? d->path : "-");
-	rc = geometry(fd, &size, &lbs);
+	rc = pmc_disk_geometry(fd, &size, &lbs, &pbs);
 	if (rc)
 		return pmc_err_set(err, -rc, "volume %s: %s: cannot read its size: %s", p->name,
 				   dev, strerror(-rc));
