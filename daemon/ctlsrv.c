@@ -1278,6 +1278,7 @@ int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 		free(s);
 		return pmc_err_set(err, rc, "control: worker thread: %s", strerror(rc));
 	}
+	pthread_setname_np(s->worker, "pmc-control");
 	s->worker_started = 1;
 	ev_io_init(&s->aw, on_accept, s->fd, EV_READ);
 	ev_set_priority(&s->aw, EV_MAXPRI); /* cheap; root's connection waits less */

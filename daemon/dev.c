@@ -414,6 +414,7 @@ static void name_file(struct pmcd_dev *d, int create)
 
 static int start_queues(struct pmcd_dev *d, struct pmc_err *err)
 {
+	char name[16];
 	int rc;
 
 	for (uint16_t i = 0; i < d->conf.nr_queues; i++) {
@@ -427,6 +428,9 @@ static int start_queues(struct pmcd_dev *d, struct pmc_err *err)
 			return pmc_err_set(err, rc, "%s: cannot start queue thread: %s", d->name,
 					   strerror(rc));
 		d->queues[i].started = 1;
+		/* named for top -H and perf: ublk device and queue */
+		snprintf(name, sizeof(name), "ublk%u-q%u", d->dev_id, i);
+		pthread_setname_np(d->queues[i].thread, name);
 	}
 	for (uint16_t i = 0; i < d->conf.nr_queues; i++) {
 		while (!atomic_load(&d->queues[i].ready)) {

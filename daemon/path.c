@@ -265,6 +265,7 @@ int pmcd_path_start(struct pmcd *d, struct pmc_err *err)
 	if (rc)
 		return pmc_err_set(err, rc, "NVMe-oF path monitor: %s", strerror(rc));
 	m->started = 1;
+	pthread_setname_np(m->thread, "pmc-path");
 	return 0;
 }
 

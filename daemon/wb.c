@@ -73,6 +73,7 @@ int pmcd_wb_start(struct pmcd_wb *wb, struct pmc_engine *e, struct pmc_err *err)
 		return pmc_err_set(err, rc, "write-back thread: %s", strerror(rc));
 	}
 	wb->started = 1;
+	pthread_setname_np(wb->thread, "pmc-writeback");
 	return 0;
 }
 

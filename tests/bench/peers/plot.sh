@@ -21,6 +21,8 @@ set logscale y
 set xtics noenhanced
 set key noenhanced
 '
+# a --replay-only run has no fio job: only the replay plot
+if [ "$NI" -gt 1 ]; then
 gnuplot <<GP
 $common
 set output "$OUT/iops.png"
@@ -40,6 +42,7 @@ set title "p99 latency per job (randrw70: reads), log scale"
 plot for [c=3:$NL:2] "$OUT/latency.dat" using c:xtic(1) title columnhead
 unset multiplot
 GP
+fi
 gnuplot <<GP
 $common
 unset logscale y

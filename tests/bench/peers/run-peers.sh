@@ -6,7 +6,9 @@
 # ratios and the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
 #
 # usage: run-peers.sh [-B BUILD] [-o OUT] [--quick|--smoke] [--disk-delay-ms N]
-#                     [--systems LIST] [--nvmf-tcp] [--no-plots] [--no-core]
+#                     [--systems LIST] [--nvmf-tcp] [--replay-only]
+#                     [--pmcache-set KEY=VALUE,...] [--perf] [--replay-cache-mib N]
+#                     [--no-plots] [--no-core]
 #   -B BUILD    a configured and built build directory (default: build/bench);
 #               the guest image is built into it if missing (vm-image)
 #   -o OUT      where the results go (default: BUILD/bench-peers/full, quick or smoke,
@@ -29,6 +31,22 @@
 #               subsystem NQN in its config, and rawnvme is the raw
 #               namespace (-nvmf appended to OUT); with --systems
 #               pmcache,rawnvme: what the cache gives in front of a network disk
+#   --replay-only
+#               the replay job only (-replay appended to OUT): a short run
+#               to compare settings or builds under eviction pressure
+#   --pmcache-set KEY=VALUE,...
+#               settings applied to pmcached (pmcachectl set) after each of
+#               its set-ups: volume keys (admit_after_misses=2) to its
+#               volume, dotted ones (writeback.busy_inflight=32) to the
+#               daemon; VALUE is JSON ("4M" needs its quotes)
+#   --perf      each replay pass runs under perf record in the guest (perf
+#               from the host's linux-perf package; cpu-clock samples of all
+#               CPUs): flat profiles in OUT/SYSTEM/perf_passP.txt. The pass
+#               times then include perf's own cost (pass 1 its start-up too,
+#               10-20 s under TCG): a run for profiles, not for times
+#   --replay-cache-mib N
+#               the replay job's caches are N MiB instead of the mode's (224
+#               full, 80 quick and smoke): how the gap moves with pressure
 #   --no-plots  no gnuplot PNGs (the smoke run never plots)
 #   --no-core   do not run pmcache-bench core on the host (the smoke run never does)
 # Env: PMC_BENCH_RUNTIME seconds per timed job of a full run (default 20);
@@ -38,7 +56,7 @@
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../../.." && pwd)
-BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0 NVMF=0
+BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0 NVMF=0 JOBS=all SETS= PERF=0 RCMIB=
 ALL=pmcache,ublkceiling,dmwritecache,bcache,rawnvme SYSTEMS=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -67,6 +85,29 @@ while [ $# -gt 0 ]; do
 		esac
 		shift ;;
 	--nvmf-tcp) NVMF=1 ;;
+	--replay-only) JOBS=replay ;;
+	--replay-cache-mib)
+		RCMIB=${2:-}
+		case $RCMIB in '' | *[!0-9]* | 0*)
+			echo "run-peers: --replay-cache-mib needs a whole number of MiB, not '$RCMIB'" >&2
+			exit 1 ;;
+		esac
+		[ "$RCMIB" -le $((${PMC_BENCH_PMEM_MIB:-512} - 2)) ] || {
+			echo "run-peers: --replay-cache-mib $RCMIB: the NVDIMMs have ${PMC_BENCH_PMEM_MIB:-512} MiB" >&2
+			exit 1
+		}
+		shift ;;
+	--perf)
+		PERF=1
+		command -v perf >/dev/null ||
+			{ echo "run-peers: --perf needs perf (apt-get install linux-perf)" >&2; exit 1; } ;;
+	--pmcache-set)
+		SETS=${2:-}
+		case $SETS in '' | *[!A-Za-z0-9_.,=\"-]*)
+			echo "run-peers: --pmcache-set needs KEY=VALUE[,KEY=VALUE...], not '$SETS'" >&2
+			exit 1 ;;
+		esac
+		shift ;;
 	--no-plots) PLOTS=0 ;;
 	--no-core) CORE=0 ;;
 	*) echo "run-peers: unknown argument $1 (see the head of $0)" >&2; exit 1 ;;
@@ -81,6 +122,7 @@ esac
 RUN=$MODE
 [ "$DELAY" -gt 0 ] && RUN=$MODE-delay$DELAY
 [ "$NVMF" = 1 ] && RUN=$RUN-nvmf
+[ $JOBS = replay ] && RUN=$RUN-replay
 OUT=${OUT:-$BUILD/bench-peers/$RUN}
 IMAGE=$BUILD/tests/vm/guest
 WORK=$BUILD/tests/vm/work/bench-$RUN
@@ -88,6 +130,8 @@ PMCACHED=$BUILD/daemon/pmcached
 CTL=$BUILD/tests/vm/pmc-vm-ctl
 CEIL=$BUILD/tests/bench/pmc-ublk-ceiling
 TGEN=$BUILD/tests/bench/pmc-trace-gen
+BINS=(-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN")
+[ $PERF = 1 ] && BINS+=(-b "$(command -v perf)")
 for f in "$PMCACHED" "$CTL" "$CEIL" "$TGEN"; do
 	[ -x "$f" ] || { echo "run-peers: $f not built (cmake --build $BUILD)" >&2; exit 1; }
 done
@@ -117,7 +161,8 @@ cp -r "$TOP/tests/vm/guest" "$RUNNER/"
 LOADPID=$!
 trap 'kill $LOADPID 2>/dev/null || true; rm -rf "$RUNNER"' EXIT
 bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 5400 \
-	-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" "${SYSTEMS:-$ALL}" "$NVMF" || rc=$?
+	"${BINS[@]}" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" \
+	"${SYSTEMS:-$ALL}" "$NVMF" "$JOBS" "$SETS" "$PERF" "$RCMIB" || rc=$?
 kill $LOADPID 2>/dev/null || true
 [ $rc = 77 ] && exit 77
 rm -rf "$OUT"
@@ -140,7 +185,9 @@ NEED="pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_wa
 	replay_pass1_s_rawnvme replay_pass2_s_rawnvme replay_read_hit_pct_pmcache
 	replay_read_hit_pct_dmwritecache"
 # every job against the ceiling, unless a delayed full run left it out
-if [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; then
+if [ $JOBS = replay ]; then
+	NEED=$(echo $NEED | tr ' ' '\n' | grep '^replay_')
+elif [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; then
 	NEED="$NEED pmcache_vs_ublkceiling_randread_warm pmcache_vs_ublkceiling_randwrite_qd32
 		pmcache_vs_ublkceiling_randwrite_qd1 pmcache_vs_ublkceiling_randread_warm_2j
 		pmcache_vs_ublkceiling_randwrite_qd32_2j pmcache_vs_ublkceiling_randrw70
@@ -154,7 +201,8 @@ for r in $NEED; do
 	esac
 	grep -Eq "^$r: [0-9.]+$" "$OUT/report.txt" || { echo "run-peers: FAIL: no figure $r"; exit 1; }
 done
-grep -q '^| pmcache .* randwrite_qd32 ' "$OUT/report.txt" || { echo "run-peers: FAIL: no table"; exit 1; }
+[ $JOBS = replay ] || grep -q '^| pmcache .* randwrite_qd32 ' "$OUT/report.txt" ||
+	{ echo "run-peers: FAIL: no table"; exit 1; }
 grep -Eq '^\| pmcache \| pass 2 \| [0-9]' "$OUT/report.txt" || { echo "run-peers: FAIL: no replay table"; exit 1; }
 
 if [ $PLOTS = 1 ]; then

@@ -71,6 +71,19 @@ if [ "$DELAY" -gt 0 ]; then
 	dmsetup table slow
 fi
 NVMF=${5:-0}
+# JOBS: all, or replay (the replay job only); PMC_SETS: comma-separated
+# KEY=JSON-VALUE settings pmcachectl-style applied to pmcache after each of
+# its set-ups (volume keys to vol0, writeback.* and other dotted keys to
+# the daemon), for runs that compare settings
+JOBS=${6:-all}
+PMC_SETS=${7:-}
+# PERF=1: each replay pass runs under perf record (all CPUs, cpu-clock: TCG
+# has no PMU) when perf was handed in, its flat profile to SYSTEM/perf_passP.txt
+PERF=${8:-0}
+# REPLAY_MIB: the replay's cache size instead of the mode's (MiB, at most
+# the NVDIMMs' size less 2 MiB of namespace alignment)
+REPLAY_MIB=${9:-}
+case $JOBS in all | replay) ;; *) bad "t-bench: jobs all or replay, not $JOBS"; exit 2 ;; esac
 NQN=nqn.2026-12.org.pmcache:bench
 if [ "$NVMF" = 1 ]; then
 	CFS=/sys/kernel/config/nvmet
@@ -155,6 +168,20 @@ ctl_set() {
 		tail -n 1 | grep -q '"ok":true'
 }
 
+# pmc_sets: PMC_SETS applied to the running pmcached
+pmc_sets() {
+	for _kv in $(echo "$PMC_SETS" | tr ',' ' '); do
+		_k=${_kv%%=*} _v=${_kv#*=}
+		case $_k in
+		*.*) _req="{\"cmd\":\"set\",\"key\":\"$_k\",\"value\":$_v}" ;;
+		*) _req="{\"cmd\":\"set\",\"volume\":\"vol0\",\"key\":\"$_k\",\"value\":$_v}" ;;
+		esac
+		pmc-vm-ctl $SOCK "$_req" | tail -n 1 | grep -q '"ok":true' ||
+			{ bad "pmcache: set $_k $_v refused"; return 1; }
+		echo "pmcache: set $_k $_v"
+	done
+}
+
 # flush_all SYS: write back everything that is dirty and wait for it
 flush_all() {
 	case $1 in
@@ -201,6 +228,7 @@ control = { socket = "$SOCK"; };
 volumes = ( { name = "vol0"; disk = $DISK; mode = "write-back"; ublk_id = 0; } );
 EOC
 		pmcached_start /tmp/pmcached.conf $OUT/pmcache/pmcached.log || return 1
+		pmc_sets || return 1
 		DEV=/dev/ublkb0 ;;
 	ublkceiling)
 		pmc-ublk-ceiling -d 1 -s $(($(blockdev --getsize64 $D) >> 20)) \
@@ -265,6 +293,7 @@ teardown() {
 	wipe "$D"
 }
 
+[ $JOBS = replay ] && SYSTEMS=
 for S in $SYSTEMS; do
 	echo "=== $S ($(up) s)"
 	mkdir -p $OUT/$S
@@ -310,6 +339,7 @@ done
 
 # --- the replay job: caches of RC MiB (both NVDIMMs get a namespace of
 # that size), the trace replayed twice on each system
+[ -n "$REPLAY_MIB" ] && RC=$REPLAY_MIB
 echo "=== replay: trace and caches of $RC MiB ($(up) s)"
 pmc-trace-gen $TRACE -o /tmp/trace.log 2>&1 | tee $OUT/trace.txt
 # the devdax namespace: first raw, so its head can be zeroed (the first
@@ -356,12 +386,27 @@ for S in $REPLAY_SYSTEMS; do
 	: >$OUT/$S/replay.txt
 	for P in 1 2; do
 		t0=$(up)
-		fio --name=replay_pass$P --ioengine=io_uring --direct=1 --iodepth=32 \
+		_perf=
+		[ "$PERF" = 1 ] && command -v perf >/dev/null &&
+			_perf="perf record -q -a -e cpu-clock -F 500 -o /tmp/perf.data --"
+		$_perf fio --name=replay_pass$P --ioengine=io_uring --direct=1 --iodepth=32 \
 			--read_iolog=/tmp/trace.log --replay_redirect="$DEV" --replay_no_stall=1 \
 			--output-format=json --output=$OUT/$S/replay_pass$P.json \
 			>/dev/null 2>$OUT/$S/replay_pass$P.err ||
 			{ bad "$S replay pass $P: fio failed: $(tail -n 3 $OUT/$S/replay_pass$P.err)"; break; }
 		t1=$(up)
+		if [ -n "$_perf" ]; then
+			{
+				_r="perf report -i /tmp/perf.data --stdio --no-children"
+				echo "--- by command"
+				$_r --sort comm 2>/dev/null | grep -v '^#' | grep . | head -n 12
+				echo "--- by command and object"
+				$_r --sort comm,dso 2>/dev/null | grep -v '^#' | grep . | head -n 20
+				echo "--- by command, object and symbol"
+				$_r --sort comm,dso,sym 2>/dev/null | grep -v '^#' | grep . | head -n 300
+			} >$OUT/$S/perf_pass$P.txt
+			rm -f /tmp/perf.data
+		fi
 		# bcache folds its hit counters into stats_total on a timer (every
 		# 300/22 s), so they are read once it has run
 		[ $S = bcache ] && sleep 15
