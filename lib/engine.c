@@ -659,20 +659,31 @@ void pmc_engine_clear_error(struct pmc_engine *e, uint32_t vol)
 	struct pmc_evol *v = pmc_eng_evol(e, vol);
 
 	if (v) {
+		/* I/O started before this point fails as the old path's */
+		atomic_fetch_add_explicit(&v->err_epoch, 1, memory_order_release);
 		atomic_store(&v->error, 0);
 		atomic_store(&v->retry_at_ns, 0);
 		atomic_store(&v->backoff_ms, 0);
 	}
 }
 
-void pmc_eng_volume_failed(struct pmc_engine *e, uint32_t vol, int res, const char *what)
+int pmc_eng_volume_failed(struct pmc_engine *e, uint32_t vol, int res, const char *what,
+			  uint32_t epoch)
 {
 	struct pmc_evol *v = &e->vols[vol];
 	int zero = 0;
 
+	if (epoch != atomic_load_explicit(&v->err_epoch, memory_order_acquire)) {
+		pmc_log_ratelimited(&v->rl, LOG_WARNING,
+				    "volume %s: disk %s: %s started before the volume's error was "
+				    "cleared failed: %s (not the volume's error)",
+				    v->name, v->disk->path, what, strerror(-res));
+		return 0;
+	}
 	atomic_compare_exchange_strong(&v->error, &zero, -res);
 	pmc_log_ratelimited(&v->rl, LOG_ERR, "volume %s: disk %s: %s failed: %s",
 			    e->vols[vol].name, v->disk->path, what, strerror(-res));
+	return 1;
 }
 
 /* --- pmem media errors (poison.h) --- */

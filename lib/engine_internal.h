@@ -69,6 +69,7 @@ struct pmc_evol {
 	atomic_uint_fast64_t seq_cutoff;
 	atomic_int nospace;
 	atomic_int error;	/* sticky first disk error, positive errno */
+	atomic_uint err_epoch;	/* raised by each pmc_engine_clear_error */
 	atomic_uint_fast64_t retry_at_ns;
 	atomic_uint backoff_ms;
 	atomic_uint fail_streak; /* failed write-back rounds in a row */
@@ -257,7 +258,17 @@ int pmc_eng_state_begin_dirty(struct pmc_engine *e, uint32_t vol);
 void pmc_eng_state_end_dirty(struct pmc_engine *e, uint32_t vol);
 void pmc_eng_state_mark_clean(struct pmc_engine *e);
 struct pmc_evol *pmc_eng_evol(struct pmc_engine *e, uint32_t vol);
-void pmc_eng_volume_failed(struct pmc_engine *e, uint32_t vol, int res, const char *what);
+int pmc_eng_volume_failed(struct pmc_engine *e, uint32_t vol, int res, const char *what,
+			  uint32_t epoch);
+
+/* start io on q's ring, stamped with its volume's error epoch: a failure
+ * of an I/O started before the volume's error was cleared (a path that
+ * has been replaced since) is not the volume's error */
+static inline void pmc_eng_submit(struct pmc_queue *q, uint32_t vol, struct pmc_io *io)
+{
+	io->epoch = atomic_load_explicit(&q->e->vols[vol].err_epoch, memory_order_acquire);
+	pmc_ring_submit(q->ring, io);
+}
 void pmc_eng_media_error(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t blk);
 int pmc_eng_hit_copy(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t blk,
 		    enum pmc_block_state st, void *dst);

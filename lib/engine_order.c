@@ -184,7 +184,7 @@ void pmc_eng_disk_write_issue(struct pmc_queue *q, struct pmc_io *io)
 	if (q->e->c)
 		fg_io_enter(x, io);
 	if (!must_hold(q, io)) {
-		pmc_ring_submit(q->ring, io);
+		pmc_eng_submit(q, x->req->vol, io);
 		return;
 	}
 	io->next = NULL;
@@ -218,7 +218,7 @@ void pmc_eng_retry_held(struct pmc_queue *q)
 
 			pmc_eng_around_recheck(x, first, first + (uint32_t)(io->len / q->e->bs));
 		}
-		pmc_ring_submit(q->ring, io);
+		pmc_eng_submit(q, ((struct pmc_req_ctx *)io->priv)->req->vol, io);
 	}
 }
 

@@ -99,7 +99,7 @@ static void read_io_done(struct pmc_io *io, int res)
 	}
 	if (res) {
 		STAT_ADD(&x->q->stats[req->vol], read_errors, 1);
-		pmc_eng_volume_failed(e, req->vol, res, "read");
+		pmc_eng_volume_failed(e, req->vol, res, "read", io->epoch);
 		pmc_eng_set_res(x, res);
 	}
 	pmc_eng_sub_done(x);
@@ -145,7 +145,7 @@ static void submit_run(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int 
 {
 	struct pmc_io *io = pmc_eng_req_io(x, PMC_IO_READ, start, end, admitted, read_io_done);
 
-	pmc_ring_submit(x->q->ring, io);
+	pmc_eng_submit(x->q, x->req->vol, io);
 }
 
 /* --- user copy (PMC_REQ_UCOPY): the data is in a file, not in buf --- */

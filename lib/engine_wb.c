@@ -102,12 +102,14 @@ static void wb_release(struct pmc_engine *e, struct wb_io *w)
 
 /* a write or sync of r's volume failed: sticky error, back-off; wb_lock held */
 static void wb_failed(struct pmc_engine *e, struct pmc_vol_stats *st, struct wb_round *r, int res,
-		      const char *what)
+		      const char *what, uint32_t epoch)
 {
 	struct pmc_evol *v = &e->vols[r->vol];
 
 	STAT_ADD(st, wb_errors, 1);
-	pmc_eng_volume_failed(e, r->vol, res, what);
+	/* the old path's failure: no back-off, the blocks are retried now */
+	if (!pmc_eng_volume_failed(e, r->vol, res, what, epoch))
+		return;
 	/* one failed retry, however many of its writes (and syncs) fail: the
 	 * back-off doubles once per retry, not once per write */
 	if (r->fail_round == v->wb_fail_round) {
@@ -179,7 +181,7 @@ static void round_synced(struct pmc_io *io, int res)
 		atomic_store(&v->backoff_ms, 0);
 		atomic_store(&v->fail_streak, 0);
 	} else {
-		wb_failed(e, st, r, res, "write-back sync");
+		wb_failed(e, st, r, res, "write-back sync", io->epoch);
 	}
 	r->next = e->wb_round_free;
 	e->wb_round_free = r;
@@ -232,7 +234,7 @@ static void wb_done(struct pmc_io *io, int res)
 		/* poisoned source (res > 0): nothing marked clean, the rest is
 		 * written back again; no disk error, no back-off */
 		if (res < 0)
-			wb_failed(e, st, r, res, "write-back");
+			wb_failed(e, st, r, res, "write-back", io->epoch);
 		pmc_eng_stat_lat(w->q, st, PMC_LAT_WRITEBACK, w->start_ns);
 		wb_release(e, w);
 	}
@@ -240,7 +242,7 @@ static void wb_done(struct pmc_io *io, int res)
 		sync = round_close(e, r);
 	pthread_mutex_unlock(&e->wb_lock);
 	if (sync)
-		pmc_ring_submit(sync->q->ring, &sync->io);
+		pmc_eng_submit(sync->q, sync->vol, &sync->io);
 }
 
 static int item_cmp(const void *a, const void *b)
@@ -557,7 +559,7 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_round
 	w->round = r;
 	r->writes++;
 	e->wb_inflight++;
-	pmc_ring_submit(q->ring, io);
+	pmc_eng_submit(q, w->vol, io);
 }
 
 /* finish mode switches whose volumes have no dirty data left */
@@ -592,7 +594,7 @@ static void round_seal(struct pmc_engine *e, struct wb_round *r)
 {
 	r->sealed = 1;
 	if (r->writes == 0 && round_close(e, r))
-		pmc_ring_submit(r->q->ring, &r->io);
+		pmc_eng_submit(r->q, r->vol, &r->io);
 }
 
 int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)

@@ -57,7 +57,7 @@ void pmc_eng_around_done(struct pmc_io *io, int res)
 		pmc_eng_plain_end(&e->vols[req->vol]);
 	if (res) {
 		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
-		pmc_eng_volume_failed(e, req->vol, res, "write");
+		pmc_eng_volume_failed(e, req->vol, res, "write", io->epoch);
 		pmc_eng_set_res(x, res);
 	}
 	pmc_eng_fg_io_leave(x, io);
@@ -167,7 +167,7 @@ static void through_done(struct pmc_io *io, int res)
 	if (res) {
 		/* the data is dirty in pmem: write-back retries it */
 		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
-		pmc_eng_volume_failed(e, req->vol, res, "write-through");
+		pmc_eng_volume_failed(e, req->vol, res, "write-through", io->epoch);
 		pmc_eng_set_res(x, res);
 	}
 	pmc_eng_fg_io_leave(x, io);
@@ -564,7 +564,8 @@ static void simple_done(struct pmc_io *io, int res)
 	if (!res && req->op == PMC_REQ_FLUSH)
 		pmc_eng_synced_advance(v, x->gen);
 	if (res) {
-		pmc_eng_volume_failed(x->q->e, req->vol, res, req->op == PMC_REQ_FLUSH ? "flush" : "discard");
+		pmc_eng_volume_failed(x->q->e, req->vol, res,
+				      req->op == PMC_REQ_FLUSH ? "flush" : "discard", io->epoch);
 		STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
 		pmc_eng_set_res(x, res);
 	}
@@ -589,7 +590,7 @@ static void start_simple(struct pmc_req_ctx *x, enum pmc_io_op op)
 	if (op == PMC_IO_DISCARD)
 		pmc_eng_disk_write_issue(x->q, io); /* after older writes of the range */
 	else
-		pmc_ring_submit(x->q->ring, io);
+		pmc_eng_submit(x->q, req->vol, io);
 }
 
 void pmc_eng_start_flush(struct pmc_req_ctx *x)

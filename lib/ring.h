@@ -46,6 +46,7 @@ struct pmc_io {
 	int rw_flags;		/* e.g. RWF_DSYNC for FUA */
 	void (*cb)(struct pmc_io *io, int res); /* res: 0 or -errno */
 	void *priv;
+	uint32_t epoch;		/* the submitter's: the engine stamps its volume's error epoch */
 	/* owned by the ring */
 	uint64_t done;		/* bytes transferred so far */
 	uint64_t due_ns;	/* deferred work: when */

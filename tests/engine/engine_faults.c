@@ -55,6 +55,11 @@
  *                 (the sync held back 300 ms: every block stays dirty)
  *   wb_sync_fail  a failed write-back sync leaves the round's blocks dirty,
  *                 sets the sticky error and backs off; healed, all clean
+ *   stale_error   write-back writes started before the volume's error was
+ *                 cleared (a path that came back) fail after the clear:
+ *                 counted, their blocks stay dirty and are written again
+ *                 at once, but the volume gets no sticky error and no
+ *                 back-off (the old path's failure is not the new one's)
  * Usage: engine_faults [--seed S] [--only NAME] [--mode MODE]
  * (--mode: run the model scenarios in that one mode, to narrow a failure)
  */
@@ -91,6 +96,9 @@ struct fdisk {
 	uint64_t lat_max_ns;	/* delay every submit by 0..lat_max_ns */
 	unsigned delay_writes;	/* delay the next N writes ... */
 	uint64_t delay_ns;	/* ... by this much */
+	int doom_delayed;	/* ... and fail each of them with -EIO when it completes */
+	struct pmc_io *doomed[64];
+	unsigned ndoomed;
 	unsigned delay_syncs;	/* delay the next N syncs by sync_delay_ns */
 	uint64_t sync_delay_ns;
 	uint64_t rng;
@@ -149,6 +157,11 @@ static void fd_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
 	if (io->op == PMC_IO_WRITE && f->delay_writes) {
 		f->delay_writes--;
 		f->delayed++;
+		if (f->doom_delayed) {
+			if (f->ndoomed == 64)
+				T_FAIL("fdisk: more than 64 doomed writes");
+			f->doomed[f->ndoomed++] = io;
+		}
 		pmc_ring_submit_later(r, io, f->delay_ns);
 		return;
 	}
@@ -197,6 +210,13 @@ static int fd_complete_faults(struct pmc_disk *d, struct pmc_io *io, int res)
 
 	if (res < 0)
 		return res;
+	for (unsigned i = 0; i < f->ndoomed; i++) {
+		if (f->doomed[i] != io)
+			continue;
+		f->doomed[i] = f->doomed[--f->ndoomed];
+		f->failed[io->op]++;
+		return -EIO;
+	}
 	if (e && f->fail_after_io) {
 		f->failed[io->op]++;
 		return -e;
@@ -1807,6 +1827,61 @@ static void sc_wb_sync_fail(void)
 	printf("ok: wb_sync_fail\n");
 }
 
+static void sc_stale_error(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	struct pmc_vol_stats s;
+	int rc;
+
+	base_wb(&wb);
+	wb.retry_ms = 10000; /* a back-off would keep the blocks dirty all test long */
+	setup("stale_error: failures of I/O started before the error was cleared", 256, 1, 512,
+	      &wb, NULL);
+	f->delay_writes = 64;
+	f->delay_ns = 200000000ull;
+	f->doom_delayed = 1;
+	T_EQ(write_ver(v, 10, 8, 6, 0), 0);
+	T_EQ(write_ver(v, 40, 3, 6, 0), 0);
+	et_run(g_t.e, g_q, g_q, 50);
+	if (!f->ndoomed || f->failed[PMC_IO_WRITE])
+		T_FAIL("write-back has %u writes held at the disk and %" PRIu64 " failed after 50 ms",
+		       f->ndoomed, f->failed[PMC_IO_WRITE]);
+	/* the path comes back: new I/O goes through; what is in flight on
+	 * the old one fails later */
+	f->delay_writes = 0;
+	pmc_engine_clear_error(g_t.e, v->vol);
+	et_run(g_t.e, g_q, g_q, 600);
+	T_EQ(f->ndoomed, 0);
+	T_TRUE(f->failed[PMC_IO_WRITE] >= 1);
+	et_stats(g_t.e, v->vol, &s);
+	T_TRUE(s.wb_errors >= 1);
+	if (pmc_engine_volume_error(g_t.e, v->vol))
+		T_FAIL("a write-back write started before the clear set the volume's error %d",
+		       pmc_engine_volume_error(g_t.e, v->vol));
+	T_EQ(s.error, 0);
+	if (s.dirty_blocks)
+		T_FAIL("%" PRIu64 " blocks still dirty 600 ms after the old path's failures: "
+		       "write-back backed off", s.dirty_blocks);
+	expect_disk(v, 10, 8, ONE(6), "written again after the old path failed");
+	expect_disk(v, 40, 3, ONE(6), "written again after the old path failed");
+	/* a failure after the clear is the volume's again */
+	f->fail[PMC_IO_WRITE] = EIO;
+	T_EQ(write_ver(v, 80, 2, 7, 0), 0);
+	et_run(g_t.e, g_q, g_q, 100);
+	T_EQ(pmc_engine_volume_error(g_t.e, v->vol), EIO);
+	healed(f);
+	pmc_engine_clear_error(g_t.e, v->vol);
+	memset(&err, 0, sizeof(err));
+	rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
+	if (rc)
+		T_FAIL("flush_all after the disk healed: %d (%s)", rc, err.msg);
+	expect_disk(v, 80, 2, ONE(7), "healed, flushed");
+	teardown();
+	printf("ok: stale_error\n");
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1821,6 +1896,7 @@ static const struct {
 	{"wb_race", sc_wb_race},     {"durable", sc_durable},
 	{"wb_sync", sc_wb_sync},     {"wb_sync_fail", sc_wb_sync_fail},
 	{"seq_bypass", sc_seq_bypass}, {"wb_pace", sc_wb_pace},
+	{"stale_error", sc_stale_error},
 };
 
 int main(int argc, char **argv)
