@@ -43,8 +43,10 @@
  * Sequential detection (engine_read.c): the last few streams of a kind on a
  * volume, each its end and its length so far. A request near a stream's
  * end (within PMC_SEQ_WINDOW of its own length: the requests of one stream
- * reach the queues out of order) continues it; any other replaces one
- * of the streams in turn, so random requests never add up to a run.
+ * reach the queues out of order) continues it, the longest of them when
+ * several are near (random requests close by leave short streams there
+ * that would cut a long one short); any other replaces one of the
+ * streams in turn, so random requests never add up to a run.
  * Shared by the queues with relaxed atomics: a heuristic, races only blur
  * it.
  */

@@ -45,16 +45,20 @@ static int admit_block(struct pmc_engine *e, struct pmc_evol *v, uint32_t vol, u
 int pmc_eng_seq_run(struct pmc_evol *v, struct pmc_seq *sq, uint64_t off, uint64_t len)
 {
 	uint64_t cutoff = atomic_load_explicit(&v->seq_cutoff, memory_order_relaxed);
-	uint64_t win = PMC_SEQ_WINDOW * len, run;
-	unsigned s;
+	uint64_t win = PMC_SEQ_WINDOW * len, run, best = 0;
+	unsigned s = PMC_SEQ_STREAMS;
 
 	if (!cutoff)
 		return 0;
-	for (s = 0; s < PMC_SEQ_STREAMS; s++) {
-		uint64_t end = atomic_load_explicit(&sq->end[s], memory_order_relaxed);
+	/* the longest stream this request is near */
+	for (unsigned i = 0; i < PMC_SEQ_STREAMS; i++) {
+		uint64_t end = atomic_load_explicit(&sq->end[i], memory_order_relaxed);
+		uint64_t r = atomic_load_explicit(&sq->run[i], memory_order_relaxed);
 
-		if (end && off + win >= end && off <= end + win)
-			break;
+		if (end && off + win >= end && off <= end + win && (s == PMC_SEQ_STREAMS || r > best)) {
+			s = i;
+			best = r;
+		}
 	}
 	if (s == PMC_SEQ_STREAMS) {
 		s = atomic_fetch_add_explicit(&sq->hand, 1, memory_order_relaxed) % PMC_SEQ_STREAMS;

@@ -60,6 +60,13 @@
  *                 counted, their blocks stay dirty and are written again
  *                 at once, but the volume gets no sticky error and no
  *                 back-off (the old path's failure is not the new one's)
+ *   seq_bypass    a stream of 16-block writes, each pair submitted swapped,
+ *                 after random 4 KiB writes nearby: past seq_cutoff it goes
+ *                 around the cache (the seq_bypass_near CTest pins a seed
+ *                 whose random writes leave short streams in its way)
+ *   wb_pace       write-back keeps busy_inflight writes in flight while
+ *                 requests run, max_inflight once a write waited for a
+ *                 free block
  * Usage: engine_faults [--seed S] [--only NAME] [--mode MODE]
  * (--mode: run the model scenarios in that one mode, to narrow a failure)
  */
