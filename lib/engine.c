@@ -681,8 +681,8 @@ int pmc_eng_volume_failed(struct pmc_engine *e, uint32_t vol, int res, const cha
 		return 0;
 	}
 	atomic_compare_exchange_strong(&v->error, &zero, -res);
-	pmc_log_ratelimited(&v->rl, LOG_ERR, "volume %s: disk %s: %s failed: %s",
-			    e->vols[vol].name, v->disk->path, what, strerror(-res));
+	pmc_log_ratelimited(&v->rl, LOG_ERR, "volume %s: disk %s: %s failed: %s", v->name,
+			    v->disk->path, what, strerror(-res));
 	return 1;
 }
 

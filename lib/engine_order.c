@@ -201,6 +201,7 @@ void pmc_eng_retry_held(struct pmc_queue *q)
 
 	while (*pp) {
 		struct pmc_io *io = *pp;
+		struct pmc_req_ctx *x = io->priv;
 
 		if (must_hold(q, io)) {
 			prev = io;
@@ -213,12 +214,11 @@ void pmc_eng_retry_held(struct pmc_queue *q)
 		if (io->cb == pmc_eng_around_done) {
 			/* a copy may have turned CLEAN while the write waited
 			 * (write-back of the older data) */
-			struct pmc_req_ctx *x = io->priv;
 			uint32_t first = (uint32_t)(io->off / q->e->bs - x->lba);
 
 			pmc_eng_around_recheck(x, first, first + (uint32_t)(io->len / q->e->bs));
 		}
-		pmc_eng_submit(q, ((struct pmc_req_ctx *)io->priv)->req->vol, io);
+		pmc_eng_submit(q, x->req->vol, io);
 	}
 }
 

@@ -336,6 +336,25 @@ static void healed(struct fdisk *f)
 	f->fail_after_io = 0;
 }
 
+/* the disk healed and v's error cleared, as the path monitor does */
+static void heal(struct et_vol *v, struct fdisk *f)
+{
+	healed(f);
+	pmc_engine_clear_error(g_t.e, v->vol);
+}
+
+/* ... and then everything written back */
+static void heal_and_flush(struct et_vol *v, struct fdisk *f)
+{
+	int rc;
+
+	heal(v, f);
+	memset(&err, 0, sizeof(err));
+	rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
+	if (rc)
+		T_FAIL("flush_all after the disk healed: %d (%s)", rc, err.msg);
+}
+
 /* write versions ver of blocks lba..+n; returns the request's result */
 static int write_ver(struct et_vol *v, uint64_t lba, uint64_t n, uint64_t ver, unsigned flags)
 {
@@ -802,8 +821,7 @@ static void sc_read_error(void)
 	T_OK(pmc_engine_set_mode(g_t.e, v->vol, PMC_MODE_PASS_THROUGH, &err));
 	T_OK(pmc_engine_flush_all(g_t.e, g_q, v->vol, NULL, NULL, &err));
 	T_EQ(et_io(g_t.e, g_q, g_q, PMC_REQ_READ, v->vol, 300, 4, buf, 0), -EIO);
-	healed(f);
-	pmc_engine_clear_error(g_t.e, v->vol);
+	heal(v, f);
 	expect_engine(v, 300, 4, ONE(0), "healed, pass-through");
 	T_OK(pmc_engine_set_mode(g_t.e, v->vol, PMC_MODE_WRITE_BACK, &err));
 	expect_engine(v, 0, 3, ONE(0), "healed");
@@ -1091,8 +1109,7 @@ static void wb_order_case(enum wb_order_how how, const char *name)
 		/* version 1's write-through fails: it stays dirty in pmem */
 		f->fail[PMC_IO_WRITE] = EIO;
 		T_EQ(write_ver(v, lba, 1, 1, 0), -EIO);
-		healed(f);
-		pmc_engine_clear_error(g_t.e, v->vol);
+		heal(v, f);
 	} else {
 		T_EQ(write_ver(v, lba, 1, 1, 0), 0);
 	}
@@ -1787,7 +1804,6 @@ static void sc_wb_sync_fail(void)
 	struct et_vol *v = &g_v[0];
 	struct fdisk *f = &g_f[0];
 	struct pmc_vol_stats s;
-	int rc;
 
 	base_wb(&wb);
 	setup("wb_sync_fail: write-back's sync fails", 256, 1, 512, &wb, NULL);
@@ -1819,12 +1835,7 @@ static void sc_wb_sync_fail(void)
 	T_EQ(s.dirty_blocks, 11);
 	T_TRUE(s.wb_errors >= 1);
 	expect_engine(v, 10, 8, ONE(6), "write-back sync failed");
-	healed(f);
-	pmc_engine_clear_error(g_t.e, v->vol);
-	memset(&err, 0, sizeof(err));
-	rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
-	if (rc)
-		T_FAIL("flush_all after the disk healed: %d (%s)", rc, err.msg);
+	heal_and_flush(v, f);
 	et_stats(g_t.e, v->vol, &s);
 	T_EQ(s.dirty_blocks, 0);
 	durable(v, f, 0, v->nblocks, "healed, flushed");
@@ -1840,7 +1851,6 @@ static void sc_stale_error(void)
 	struct et_vol *v = &g_v[0];
 	struct fdisk *f = &g_f[0];
 	struct pmc_vol_stats s;
-	int rc;
 
 	base_wb(&wb);
 	wb.retry_ms = 10000; /* a back-off would keep the blocks dirty all test long */
@@ -1878,12 +1888,7 @@ static void sc_stale_error(void)
 	T_EQ(write_ver(v, 80, 2, 7, 0), 0);
 	et_run(g_t.e, g_q, g_q, 100);
 	T_EQ(pmc_engine_volume_error(g_t.e, v->vol), EIO);
-	healed(f);
-	pmc_engine_clear_error(g_t.e, v->vol);
-	memset(&err, 0, sizeof(err));
-	rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
-	if (rc)
-		T_FAIL("flush_all after the disk healed: %d (%s)", rc, err.msg);
+	heal_and_flush(v, f);
 	expect_disk(v, 80, 2, ONE(7), "healed, flushed");
 	teardown();
 	printf("ok: stale_error\n");

@@ -162,23 +162,22 @@ two_jobs() {
 	echo --numjobs=2 --group_reporting --cpus_allowed=0-1 --cpus_allowed_policy=split
 }
 
-# ctl_set KEY JSON-VALUE: set a setting of pmcache's volume vol0
+# ctl_set KEY JSON-VALUE: set a setting of pmcache's volume vol0, or of the
+# daemon for a dotted key (writeback.busy_inflight)
 ctl_set() {
-	pmc-vm-ctl $SOCK "{\"cmd\":\"set\",\"volume\":\"vol0\",\"key\":\"$1\",\"value\":$2}" |
+	case $1 in
+	*.*) _vol= ;;
+	*) _vol="\"volume\":\"vol0\"," ;;
+	esac
+	pmc-vm-ctl $SOCK "{\"cmd\":\"set\",$_vol\"key\":\"$1\",\"value\":$2}" |
 		tail -n 1 | grep -q '"ok":true'
 }
 
 # pmc_sets: PMC_SETS applied to the running pmcached
 pmc_sets() {
 	for _kv in $(echo "$PMC_SETS" | tr ',' ' '); do
-		_k=${_kv%%=*} _v=${_kv#*=}
-		case $_k in
-		*.*) _req="{\"cmd\":\"set\",\"key\":\"$_k\",\"value\":$_v}" ;;
-		*) _req="{\"cmd\":\"set\",\"volume\":\"vol0\",\"key\":\"$_k\",\"value\":$_v}" ;;
-		esac
-		pmc-vm-ctl $SOCK "$_req" | tail -n 1 | grep -q '"ok":true' ||
-			{ bad "pmcache: set $_k $_v refused"; return 1; }
-		echo "pmcache: set $_k $_v"
+		ctl_set "${_kv%%=*}" "${_kv#*=}" || { bad "pmcache: set $_kv refused"; return 1; }
+		echo "pmcache: set $_kv"
 	done
 }
 
