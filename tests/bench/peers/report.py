@@ -4,13 +4,15 @@
 Reads what tests/vm/guest/t-bench.sh wrote: OUT/SYSTEM/JOB.json (fio
 --output-format=json), OUT/SYSTEM/flush.txt, and for the replay job
 OUT/SYSTEM/replay.txt (seconds per pass), replay_passN.json and
-replay_countersN.txt (the system's hit counters before the replay and after
-each pass). Prints:
+replay_countersN.txt and replay_diskN.txt (the system's hit counters and the
+disks' block-layer counters before the replay and after each pass). Prints:
 - a markdown table of IOPS, bandwidth and p50/p99/p99.9 latency per system
   and job (for randrw70 IOPS and bandwidth are reads + writes and the
   latencies are the reads'; the _2j jobs sum both jobs);
 - a table of write-back times;
-- a table of the replay: seconds and read hit ratio per pass and system;
+- a table of the replay: seconds and read hit ratio per pass and system,
+  and one of what reached the disk in each pass (I/Os, MiB and mean
+  latency in the block layer, for reads, writes and flushes);
 - one `name: value` line per figure: pmcache_vs_PEER_JOB = pmcache IOPS /
   PEER IOPS (for flush: write-back MiB/s over the peer's), all from the same
   guest run, ublkceiling (the RAM-backed ublk target) among the peers;
@@ -179,6 +181,33 @@ def load_replay(out, system):
     return res
 
 
+def disk_traffic(out, system, p):
+    """what reached each disk in replay pass p, from the block layer's
+    counters before and after it: {dev: (reads, read MiB, read ms mean,
+    writes, write MiB, write ms mean, flushes, flush ms mean)}"""
+    snap = []
+    for n in (p - 1, p):
+        try:
+            with open(os.path.join(out, system, f"replay_disk{n}.txt")) as f:
+                snap.append({l.split()[0]: [int(v) for v in l.split()[1:]]
+                             for l in f if len(l.split()) >= 12})
+        except (OSError, ValueError):
+            return None
+    res = {}
+    for dev, b in snap[1].items():
+        a = snap[0].get(dev)
+        if a is None:
+            continue
+        d = [y - x for x, y in zip(a, b)]
+        # /sys/block/DEV/stat: reads, merges, sectors, ms; writes, merges,
+        # sectors, ms; in flight, io ms, queue ms; discards (4); flushes, ms
+        fl, flms = (d[14], d[15]) if len(d) >= 16 else (0, 0)
+        res[dev] = (d[0], d[2] / 2048, d[3] / d[0] if d[0] else 0.0,
+                    d[4], d[6] / 2048, d[7] / d[4] if d[4] else 0.0,
+                    fl, flms / fl if fl else 0.0)
+    return res
+
+
 def delay_ms(out):
     """the run's --disk-delay-ms, from env.txt"""
     try:
@@ -233,6 +262,15 @@ def main():
                 continue
             print(f"| {s} | pass {p} | {x['s']:.2f} | {fmt(x['hit'])} | {fmt(x['read_mib'], 0)} |"
                   f" {fmt(x['write_mib'], 0)} |")
+    print()
+    print("| system | replay | disk | reads | read MiB | read ms | writes | write MiB"
+          " | write ms | flushes | flush ms |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for s in REPLAY_SYSTEMS:
+        for p in (1, 2):
+            for dev, t in sorted((disk_traffic(out, s, p) or {}).items()):
+                print(f"| {s} | pass {p} | {dev} | {t[0]} | {t[1]:.0f} | {t[2]:.2f} | {t[3]} |"
+                      f" {t[4]:.0f} | {t[5]:.2f} | {t[6]} | {t[7]:.2f} |")
     x = rp.get("pmcache") or {}
     for p in (1, 2):
         d = x.get(p) and x[p]["delta"]

@@ -29,7 +29,8 @@
 # second pass right after the first.
 # fio's JSON goes to /host/out/bench/SYSTEM/JOB.json, the flush time to
 # /host/out/bench/SYSTEM/flush.txt, the replay's pass times and the
-# systems' hit counters before and after each pass to SYSTEM/replay*.txt;
+# systems' hit counters and the disks' block-layer counters before and
+# after each pass to SYSTEM/replay*.txt;
 # tests/bench/peers/report.py reads them.
 . /host/lib.sh
 PATH=/host/bin:$PATH
@@ -375,6 +376,17 @@ counters() {
 	esac
 }
 
+# diskstats: the block layer's counters of the disk under the caches (and
+# of the NVMe disk under it when that is a dm-delay or NVMe/TCP device),
+# one line per device: its name, then /sys/block/DEV/stat as it is
+diskstats() {
+	for _d in $D $NVME; do
+		_s=/sys/dev/block/$((0x$(stat -L -c %t $_d))):$((0x$(stat -L -c %T $_d)))
+		echo "$(basename "$(readlink -f $_s)") $(cat $_s/stat)"
+		[ $_d = $NVME ] && break
+	done
+}
+
 for S in $REPLAY_SYSTEMS; do
 	echo "=== replay $S ($(up) s)"
 	mkdir -p $OUT/$S
@@ -382,6 +394,7 @@ for S in $REPLAY_SYSTEMS; do
 	ok "$S: $DEV ($(blockdev --getsize64 $DEV) bytes)"
 	[ $S = dmwritecache ] && dmsetup message wc 0 clear_stats 2>/dev/null
 	counters $S >$OUT/$S/replay_counters0.txt
+	diskstats >$OUT/$S/replay_disk0.txt
 	: >$OUT/$S/replay.txt
 	for P in 1 2; do
 		t0=$(up)
@@ -410,6 +423,7 @@ for S in $REPLAY_SYSTEMS; do
 		# 300/22 s), so they are read once it has run
 		[ $S = bcache ] && sleep 15
 		counters $S >$OUT/$S/replay_counters$P.txt
+		diskstats >$OUT/$S/replay_disk$P.txt
 		echo "pass=$P s=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")" | tee -a $OUT/$S/replay.txt
 	done
 	echo "dirty after the replay: $(dirty_of $S)"
