@@ -28,7 +28,8 @@
 #include "stats.h"
 
 #define GHOST_SLOTS 65536u	/* n-miss admission: counters of recent misses */
-#define WB_BATCH 512u		/* blocks considered per write-back step */
+#define WB_BATCH 512u		/* candidates one write-back sweep collects */
+#define WB_KEEP_NS (50 * 1000000ull) /* steps take a sweep's candidates this long */
 #define WB_SCAN 4096u		/* descriptors (or dirty-map bits) looked at per write-back step */
 #define WB_REBUILD 16384u	/* descriptors the dirty-map rebuild reads per write-back step */
 #define WB_BACKOFF_MAX_MS 60000u
@@ -165,8 +166,6 @@ struct pmc_engine {
 	uint64_t dw_seq;		   /* order of foreground disk writes (dw_lock) */
 	uint64_t wb_cursor;	/* next descriptor, or next block of the dirty map */
 	int wb_map;		/* the dirty map is complete: write-back walks it */
-	int wb_wrapped;		/* the walk passed the map's end in this step */
-	int wb_rewound;		/* the last step moved the cursor back */
 	int wb_active;		/* between the watermarks */
 	unsigned wb_inflight;	/* write-back writes in flight */
 	unsigned wb_held;	/* ... completed, waiting for their round's sync */
@@ -179,7 +178,11 @@ struct pmc_engine {
 	uint64_t wb_born_after;
 	uint64_t wb_pass_start;	/* when the current pass began (0: unknown) */
 	uint32_t wb_first_vol;	/* the next step serves this volume (or the next one) first */
-	struct wb_item *items;	/* [WB_BATCH] */
+	struct wb_item *items;	/* [WB_BATCH]: the last sweep's candidates, sorted */
+	unsigned items_n;	/* ... how many */
+	unsigned items_pos;	/* ... the first one no step took yet */
+	uint64_t items_ns;	/* ... when swept (the queue's loop time) */
+	uint64_t items_sel;	/* ... what the sweep selected (wb_selection) */
 	struct wb_io *wb_free;
 	struct wb_round *wb_round_free;
 };

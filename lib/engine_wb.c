@@ -20,8 +20,14 @@
  * max_io_bytes from pinned pmem blocks (no bounce buffer); the volumes
  * take turns at coming first (items_order), so the in-flight limit does
  * not always go to the lowest-numbered ones. A step stopped by the
- * in-flight limit moves the map cursor back to the first candidate it did
- * not take.
+ * in-flight limit leaves the candidates it did not take to the steps after
+ * it, which take them without sweeping again (each is checked at its turn:
+ * still the live dirty copy, its volume not backed off), for WB_KEEP_NS at
+ * most and while the selection stands (the watermarks, a flush, a drain):
+ * with a few writes in flight each step starts about one, and sweeping and
+ * sorting WB_BATCH candidates for it cost the write-back thread more CPU
+ * than the writes. The map's cursor only moves forward, so no window of
+ * blocks that foreground writes keep dirtying can hold it.
  *
  * Durability (lib/ORDERING.md): the writes one step starts for a volume are
  * a round. They are plain writes (no RWF_DSYNC); once every write of the
@@ -456,7 +462,6 @@ static unsigned wb_sweep_map(struct pmc_engine *e, uint64_t now, uint64_t aged, 
 		if (pmc_cache_dirty_next(c, e->wb_cursor, &blk)) {
 			wb_pass_done(e);
 			e->wb_cursor = 0;
-			e->wb_wrapped = 1;
 			if (wraps++)
 				break;
 			continue;
@@ -489,7 +494,6 @@ static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns
 {
 	uint64_t aged = pmc_now_ns() - max_age_ns; /* born before this: due */
 
-	e->wb_wrapped = 0;
 	if (e->wb_map)
 		return wb_sweep_map(e, now, aged, want);
 	return wb_sweep_descs(e, now, aged, want);
@@ -597,6 +601,36 @@ static void round_seal(struct pmc_engine *e, struct wb_round *r)
 		pmc_eng_submit(r->q, r->vol, &r->io);
 }
 
+/* what a sweep selects besides blocks due by age (wb_consider): a step
+ * keeps the last sweep's candidates only while this is unchanged */
+static uint64_t wb_selection(struct pmc_engine *e)
+{
+	uint64_t sel = (uint64_t)(e->wb_active != 0) | (uint64_t)(e->wb_force != 0) << 1;
+
+	if (e->wb_force)
+		sel |= (uint64_t)e->wb_force_vol << 2;
+	for (uint32_t i = 0; i < e->nvols; i++)
+		if (atomic_load(&e->vols[i].draining))
+			sel += 1ull << 34;
+	return sel;
+}
+
+/* the candidates for this step: what the last sweep left, or a new sweep */
+static unsigned wb_candidates(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns)
+{
+	uint64_t sel = wb_selection(e);
+
+	if (e->items_pos < e->items_n && e->items_sel == sel && now >= e->items_ns &&
+	    now - e->items_ns < WB_KEEP_NS)
+		return e->items_n;
+	e->items_n = wb_sweep(e, now, max_age_ns, WB_BATCH);
+	e->items_pos = 0;
+	e->items_ns = now;
+	e->items_sel = sel;
+	e->wb_first_vol = items_order(e->items, e->items_n, e->wb_first_vol);
+	return e->items_n;
+}
+
 int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 {
 	struct pmc_cache_info ci;
@@ -639,17 +673,22 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 		pthread_mutex_unlock(&e->wb_lock);
 		return 0;
 	}
-	n = wb_sweep(e, now, wb.max_age_ms * 1000000ull, WB_BATCH);
-	e->wb_first_vol = items_order(e->items, n, e->wb_first_vol);
+	n = wb_candidates(e, now, wb.max_age_ms * 1000000ull);
 	/* writes waiting for their sync hold pins and wb_io: at most as many
 	 * again as may be in flight */
-	for (i = 0; i < n && e->wb_inflight < limit && e->wb_inflight + e->wb_held < 2 * limit;) {
+	for (i = e->items_pos;
+	     i < n && e->wb_inflight < limit && e->wb_inflight + e->wb_held < 2 * limit;) {
 		struct wb_io *w;
 		uint32_t vol = e->items[i].vol;
-		uint64_t seed = e->items[i].lba, blk;
-		uint64_t lba = wb_run_start(e, vol, seed, prev_vol == vol ? prev_end : 0,
-					    e->max_io_blocks / 2);
+		uint64_t seed = e->items[i].lba, blk, lba;
 
+		/* a candidate kept from an earlier step: its volume may have
+		 * been backed off or detached since */
+		if (!vol_eligible(e, vol, now)) {
+			i++;
+			continue;
+		}
+		lba = wb_run_start(e, vol, seed, prev_vol == vol ? prev_end : 0, e->max_io_blocks / 2);
 		/* the run's head, or the block the map gave if the head changed */
 		if (!wb_pin(e, vol, lba, &blk) && (lba == seed || !wb_pin(e, vol, lba = seed, &blk))) {
 			i++;
@@ -700,21 +739,8 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	}
 	if (r)
 		round_seal(e, r);
-	/* the limit stopped the step: the next one starts at the first block
-	 * not taken (unless the walk wrapped: the pass then ended), but not
-	 * twice in a row: the step after a rewind leaves the cursor where its
-	 * walk ended. Without that, a window of blocks that foreground writes
-	 * keep dirtying again (the allocator reuses what write-back just
-	 * cleaned) held the cursor for good, and dirty blocks beyond it - a
-	 * whole volume's - were never written back. */
-	if (i < n && e->wb_map && !e->wb_wrapped && !e->wb_rewound) {
-		for (unsigned k = i; k < n; k++)
-			if (e->items[k].blk < e->wb_cursor)
-				e->wb_cursor = e->items[k].blk;
-		e->wb_rewound = 1;
-	} else {
-		e->wb_rewound = 0;
-	}
+	/* the candidates not taken are the next steps' (wb_candidates) */
+	e->items_pos = i;
 	pthread_mutex_unlock(&e->wb_lock);
 	return (int)started;
 }
