@@ -27,6 +27,9 @@
  *                 cursor still leaves the window, and the dirty blocks
  *                 beyond it - another volume's - are written back within
  *                 one pass over the map
+ *   wb_kept       a failed write backs its volume off: the candidates the
+ *                 sweep before it found and the steps kept wait too, and
+ *                 are written back once the disk healed
  *   read_error    failed reads return -EIO and cache nothing; healed, exact
  *   write_error   write-around, write-through, flush and discard errors
  *                 reach the request; the data is old or new, never garbage
@@ -785,6 +788,60 @@ static void sc_wb_window(void)
 	g_no_steps = 0;
 	teardown();
 	printf("ok: wb_window\n");
+}
+
+/*
+ * A step leaves the candidates it did not take to the steps after it. A
+ * failed write backs the volume off: its kept candidates wait like the
+ * ones a new sweep would find, and are written back once it healed.
+ */
+static void sc_wb_kept(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	uint64_t failed;
+	int started;
+
+	base_wb(&wb);
+	wb.max_inflight = 2;
+	wb.busy_inflight = 2;
+	wb.max_io_bytes = BS; /* one block per write */
+	wb.retry_ms = 10000;
+	setup("wb_kept: candidates kept from a sweep, then a failed write", 256, 1, 1024, &wb,
+	      NULL);
+	g_no_steps = 1;
+	/* 24 dirty blocks two apart: 24 candidates, one write each */
+	for (uint64_t i = 0; i < 24; i++)
+		T_EQ(write_ver(v, 100 + 2 * i, 1, 5, 0), 0);
+	f->fail[PMC_IO_WRITE] = EIO;
+	started = pmc_engine_writeback_step(g_t.e, g_q);
+	while (pmc_queue_busy(g_q))
+		pmc_queue_poll(g_q, 1, 10000000ull);
+	failed = f->failed[PMC_IO_WRITE];
+	if (started != 2 || failed != 2)
+		T_FAIL("setup: the first step started %d writes, %" PRIu64 " failed (want 2, 2)",
+		       started, failed);
+	/* backed off for 10 s: the 22 candidates kept from the sweep wait */
+	for (int k = 0; k < 20; k++) {
+		started = pmc_engine_writeback_step(g_t.e, g_q);
+		while (pmc_queue_busy(g_q))
+			pmc_queue_poll(g_q, 1, 10000000ull);
+		if (started)
+			T_FAIL("step %d after the failure started %d writes of volume %s, which is "
+			       "backed off for 10 s: the candidates kept from the sweep before the "
+			       "failure ignored the back-off (%" PRIu64 " writes failed)",
+			       k + 1, started, v->name, f->failed[PMC_IO_WRITE]);
+	}
+	T_EQ(f->failed[PMC_IO_WRITE], failed);
+	expect_engine(v, 100, 1, ONE(5), "while backed off");
+	/* healed: every block, the failed ones and the kept ones, written back */
+	g_no_steps = 0;
+	heal_and_flush(v, f);
+	for (uint64_t i = 0; i < 24; i++)
+		expect_disk(v, 100 + 2 * i, 1, ONE(5), "written back once the disk healed");
+	teardown();
+	printf("ok: wb_kept\n");
 }
 
 static void sc_read_error(void)
@@ -1904,7 +1961,7 @@ static const struct {
 } scenarios[] = {
 	{"refusals", sc_refusals},   {"wb_error", sc_wb_error},
 	{"wb_backoff", sc_wb_backoff}, {"wb_fair", sc_wb_fair},
-	{"wb_window", sc_wb_window}, {"wb_rebuild", sc_wb_rebuild},
+	{"wb_window", sc_wb_window}, {"wb_kept", sc_wb_kept}, {"wb_rebuild", sc_wb_rebuild},
 	{"read_error", sc_read_error}, {"write_error", sc_write_error},
 	{"flush_fail", sc_flush_fail}, {"short_eagain", sc_short_eagain},
 	{"latency", sc_latency},     {"nospace", sc_nospace},
