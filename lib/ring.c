@@ -58,6 +58,7 @@ struct pmc_ring {
 	uint64_t fixed_len;
 	int fixed;
 	int fixed_err;
+	uint64_t fixed_ios;
 	uint64_t submitted, short_retries, eagain_retries, enters;
 	int sqe128;
 	void (*foreign)(void *arg, uint64_t user_data, int res);
@@ -223,22 +224,43 @@ void pmc_ring_get_info(struct pmc_ring *r, struct pmc_ring_info *info)
 	info->fixed = r->fixed;
 	info->fixed_err = r->fixed_err;
 	info->submitted = r->submitted;
+	info->fixed_ios = r->fixed_ios;
 	info->short_retries = r->short_retries;
 	info->eagain_retries = r->eagain_retries;
 	info->enters = r->enters;
 	info->setup_flags = pmc_ring_setup_flags(r);
 }
 
-/* fixed buffer index for a single segment inside one registered chunk */
-static int fixed_index(struct pmc_ring *r, const struct iovec *iov)
+/* the length of the one span of memory io's segments make up, one after
+ * the other; 0 when there is a gap (cache blocks taken one after the other
+ * are often neighbours in the pmem) */
+static uint64_t iov_span(const struct pmc_io *io)
 {
-	const char *p = iov->iov_base;
+	const struct iovec *v = io->iov;
+	uint64_t len;
+
+	if (io->iovcnt < 1)
+		return 0;
+	len = v[0].iov_len;
+	for (int i = 1; i < io->iovcnt; i++) {
+		if ((const char *)v[i].iov_base != (const char *)v[0].iov_base + len)
+			return 0;
+		len += v[i].iov_len;
+	}
+	return len;
+}
+
+/* fixed buffer index for the span [p, p + len) inside one registered
+ * chunk, or -1: then the kernel pins the pages for each I/O */
+static int fixed_index(struct pmc_ring *r, const char *p, uint64_t len)
+{
 	uint64_t off;
 
-	if (!r->fixed || p < r->fixed_base || p >= r->fixed_base + r->fixed_len)
+	if (!r->fixed || !len || len > UINT32_MAX || p < r->fixed_base ||
+	    p >= r->fixed_base + r->fixed_len)
 		return -1;
 	off = (uint64_t)(p - r->fixed_base);
-	if (off / FIXED_CHUNK != (off + iov->iov_len - 1) / FIXED_CHUNK)
+	if (off + len > r->fixed_len || off / FIXED_CHUNK != (off + len - 1) / FIXED_CHUNK)
 		return -1;
 	return (int)(off / FIXED_CHUNK);
 }
@@ -246,18 +268,19 @@ static int fixed_index(struct pmc_ring *r, const struct iovec *iov)
 static void prep(struct pmc_ring *r, struct io_uring_sqe *sqe, struct pmc_io *io)
 {
 	int fd = io->disk->fd, idx;
-	uint64_t off = io->off + io->done;
+	uint64_t off = io->off + io->done, span;
 
 	switch (io->op) {
 	case PMC_IO_READ:
 	case PMC_IO_WRITE:
-		idx = io->iovcnt == 1 ? fixed_index(r, io->iov) : -1;
+		span = iov_span(io);
+		idx = fixed_index(r, span ? io->iov->iov_base : NULL, span);
+		r->fixed_ios += idx >= 0;
 		if (idx >= 0 && io->op == PMC_IO_READ)
-			io_uring_prep_read_fixed(sqe, fd, io->iov->iov_base,
-						 (unsigned)io->iov->iov_len, off, idx);
+			io_uring_prep_read_fixed(sqe, fd, io->iov->iov_base, (unsigned)span, off, idx);
 		else if (idx >= 0)
-			io_uring_prep_write_fixed(sqe, fd, io->iov->iov_base,
-						  (unsigned)io->iov->iov_len, off, idx);
+			io_uring_prep_write_fixed(sqe, fd, io->iov->iov_base, (unsigned)span, off,
+						  idx);
 		else if (io->op == PMC_IO_READ)
 			io_uring_prep_readv(sqe, fd, io->iov, (unsigned)io->iovcnt, off);
 		else

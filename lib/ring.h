@@ -59,6 +59,7 @@ struct pmc_ring_info {
 	int fixed;		/* pmem registered as fixed buffers */
 	int fixed_err;		/* errno of the failed registration, or 0 */
 	uint64_t submitted;	/* SQEs */
+	uint64_t fixed_ios;	/* reads and writes through the fixed buffers */
 	uint64_t short_retries;
 	uint64_t eagain_retries;
 	uint64_t enters;	/* io_uring_enter calls */
