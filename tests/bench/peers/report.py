@@ -28,7 +28,9 @@ import re
 import sys
 
 SYSTEMS = ["pmcache", "ublkceiling", "dmwritecache", "bcache", "rawnvme"]
-REPLAY_SYSTEMS = ["pmcache", "dmwritecache", "bcache", "rawnvme"]
+# the ceiling replays too: every request a hit in RAM behind the ublk
+# transport, the floor of any ublk cache's time on the trace
+REPLAY_SYSTEMS = ["pmcache", "ublkceiling", "dmwritecache", "bcache", "rawnvme"]
 JOBS = ["randwrite_qd1", "randwrite_qd32", "randwrite_qd32_2j", "randread_warm",
         "randread_warm_2j", "randrw70", "seqwrite_1m"]
 HEADLINE = [

@@ -41,7 +41,9 @@
 #               daemon; VALUE is JSON ("4M" needs its quotes)
 #   --perf      each replay pass runs under perf record in the guest (perf
 #               from the host's linux-perf package; cpu-clock samples of all
-#               CPUs): flat profiles in OUT/SYSTEM/perf_passP.txt. The pass
+#               CPUs, call graphs): flat profiles in OUT/SYSTEM/perf_passP.txt,
+#               for pmcache also inclusive ones of its queue and write-back
+#               threads (what each function costs with its callees). The pass
 #               times then include perf's own cost (pass 1 its start-up too,
 #               10-20 s under TCG): a run for profiles, not for times
 #   --replay-cache-mib N
@@ -184,11 +186,14 @@ NEED="pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_wa
 	replay_pass2_s_dmwritecache replay_pass1_s_bcache replay_pass2_s_bcache
 	replay_pass1_s_rawnvme replay_pass2_s_rawnvme replay_read_hit_pct_pmcache
 	replay_read_hit_pct_dmwritecache"
-# every job against the ceiling, unless a delayed full run left it out
+# every job (and the replay) against the ceiling, unless a delayed full
+# run left it out
+CEIL=
+{ [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; } && CEIL="replay_pass1_s_ublkceiling replay_pass2_s_ublkceiling"
 if [ $JOBS = replay ]; then
-	NEED=$(echo $NEED | tr ' ' '\n' | grep '^replay_')
-elif [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; then
-	NEED="$NEED pmcache_vs_ublkceiling_randread_warm pmcache_vs_ublkceiling_randwrite_qd32
+	NEED="$(echo $NEED | tr ' ' '\n' | grep '^replay_') $CEIL"
+elif [ -n "$CEIL" ]; then
+	NEED="$NEED $CEIL pmcache_vs_ublkceiling_randread_warm pmcache_vs_ublkceiling_randwrite_qd32
 		pmcache_vs_ublkceiling_randwrite_qd1 pmcache_vs_ublkceiling_randread_warm_2j
 		pmcache_vs_ublkceiling_randwrite_qd32_2j pmcache_vs_ublkceiling_randrw70
 		pmcache_vs_ublkceiling_seqwrite_1m"

@@ -22,7 +22,7 @@
 # randwrite_qd1, randwrite_qd32 (own region), randwrite_qd32_2j (two jobs),
 # seqwrite_1m (1 MiB, QD4) and then the time to write back a fixed amount
 # of dirty 4K random data (caches only).
-# Then the replay job (caches and the raw disk): both NVDIMMs get a
+# Then the replay job (caches, the raw disk and the ceiling): both NVDIMMs get a
 # namespace of REPLAY_CACHE MiB, about a quarter of the footprint of the
 # block trace pmc-trace-gen writes, and each system replays it twice with
 # fio --read_iolog --replay_no_stall at QD32, from an empty cache, the
@@ -55,7 +55,9 @@ OFF_WW=256 OFF_SEQ=512 OFF_FL=896
 # SYSTEMS_LIST (comma-separated, default all) picks systems; the replay
 # runs on those of them that have a disk
 SYSTEMS=$(echo "${4:-pmcache,ublkceiling,dmwritecache,bcache,rawnvme}" | tr ',' ' ')
-REPLAY_SYSTEMS=$(for _s in $SYSTEMS; do [ $_s = ublkceiling ] || echo $_s; done | tr '\n' ' ')
+# the replay runs on the ceiling too: a RAM disk behind the ublk
+# transport, every request a hit, the floor of any ublk cache's time
+REPLAY_SYSTEMS=$SYSTEMS
 # a full run over a delayed disk leaves out the ceiling: it has no disk, so
 # it measures the same as without the delay (the smoke run keeps it)
 [ "$DELAY" -gt 0 ] && [ $MODE != smoke ] &&
@@ -79,7 +81,9 @@ NVMF=${5:-0}
 JOBS=${6:-all}
 PMC_SETS=${7:-}
 # PERF=1: each replay pass runs under perf record (all CPUs, cpu-clock: TCG
-# has no PMU) when perf was handed in, its flat profile to SYSTEM/perf_passP.txt
+# has no PMU, call graphs) when perf was handed in, its flat profile (and
+# for pmcache the inclusive one of its queue and write-back threads) to
+# SYSTEM/perf_passP.txt
 PERF=${8:-0}
 # REPLAY_MIB: the replay's cache size instead of the mode's (MiB, at most
 # the NVDIMMs' size less 2 MiB of namespace alignment)
@@ -400,7 +404,7 @@ for S in $REPLAY_SYSTEMS; do
 		t0=$(up)
 		_perf=
 		[ "$PERF" = 1 ] && command -v perf >/dev/null &&
-			_perf="perf record -q -a -e cpu-clock -F 500 -o /tmp/perf.data --"
+			_perf="perf record -q -a -g -e cpu-clock -F 500 -o /tmp/perf.data --"
 		$_perf fio --name=replay_pass$P --ioengine=io_uring --direct=1 --iodepth=32 \
 			--read_iolog=/tmp/trace.log --replay_redirect="$DEV" --replay_no_stall=1 \
 			--output-format=json --output=$OUT/$S/replay_pass$P.json \
@@ -414,6 +418,15 @@ for S in $REPLAY_SYSTEMS; do
 				$_r --sort comm 2>/dev/null | grep -v '^#' | grep . | head -n 12
 				echo "--- by command and object"
 				$_r --sort comm,dso 2>/dev/null | grep -v '^#' | grep . | head -n 20
+				if [ $S = pmcache ]; then
+					# inclusive: what each function costs with its callees
+					echo "--- inclusive, pmcached's queue threads"
+					$_r --children --comm ublk0-q0,ublk0-q1 --sort sym -g none 2>/dev/null |
+						grep -v '^#' | grep . | head -n 120
+					echo "--- inclusive, pmcached's write-back thread"
+					$_r --children --comm pmc-writeback --sort sym -g none 2>/dev/null |
+						grep -v '^#' | grep . | head -n 60
+				fi
 				echo "--- by command, object and symbol"
 				$_r --sort comm,dso,sym 2>/dev/null | grep -v '^#' | grep . | head -n 300
 			} >$OUT/$S/perf_pass$P.txt
