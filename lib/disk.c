@@ -16,14 +16,84 @@
 
 #include "disk.h"
 
+/* a sync of a disk without a volatile write cache completes at once, in
+ * the ring's next poll: the fdatasync it stands for would go to an io_uring
+ * worker thread (it cannot be issued without blocking) only for the block
+ * layer to complete its flush unsent */
 static void default_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
 {
+	if (io->op == PMC_IO_FSYNC && pmc_disk_write_through(d)) {
+		pmc_ring_complete_later(r, io, 0, 0);
+		return;
+	}
 	pmc_ring_submit_raw(r, io);
 }
 
 const struct pmc_disk_ops pmc_disk_default_ops = {
 	.submit = default_submit,
 };
+
+static void wc_path(char *p, size_t len, dev_t rdev)
+{
+	snprintf(p, len, "/sys/dev/block/%u:%u/queue/write_cache", major(rdev), minor(rdev));
+}
+
+/* wc_lock held */
+static int watch_locked(struct pmc_disk *d, const char *path, dev_t rdev)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), fd3;
+
+	if (d->wc_fd > 2)
+		close(d->wc_fd);
+	d->wc_fd = 0;
+	d->wc_rdev = rdev;
+	if (fd < 0)
+		return -errno;
+	/* above the standard streams: 0 in wc_fd means none */
+	fd3 = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	close(fd);
+	if (fd3 < 0)
+		return -errno;
+	d->wc_fd = fd3;
+	return 0;
+}
+
+int pmc_disk_watch_write_cache(struct pmc_disk *d, const char *path, dev_t rdev)
+{
+	int rc;
+
+	if (!d->wc_lock_init)
+		return -EINVAL;
+	pthread_mutex_lock(&d->wc_lock);
+	rc = watch_locked(d, path, rdev);
+	pthread_mutex_unlock(&d->wc_lock);
+	return rc;
+}
+
+int pmc_disk_write_through(struct pmc_disk *d)
+{
+	struct stat st;
+	char buf[32];
+	ssize_t n = 0;
+
+	if (!d->wc_lock_init || fstat(d->fd, &st) != 0 || !S_ISBLK(st.st_mode))
+		return 0;
+	pthread_mutex_lock(&d->wc_lock);
+	if (st.st_rdev != d->wc_rdev) {
+		/* another device is on the fd now: its own attribute */
+		char p[128];
+
+		wc_path(p, sizeof(p), st.st_rdev);
+		watch_locked(d, p, st.st_rdev);
+	}
+	if (d->wc_fd > 2)
+		n = pread(d->wc_fd, buf, sizeof(buf) - 1, 0);
+	pthread_mutex_unlock(&d->wc_lock);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strncmp(buf, "write through", 13) == 0;
+}
 
 int pmc_disk_sync(struct pmc_disk *d)
 {
@@ -113,6 +183,15 @@ int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 	d->is_blkdev = S_ISBLK(st.st_mode);
 	/* a file: fallocate(PUNCH_HOLE); refused ones are ignored */
 	d->can_discard = d->is_blkdev ? blkdev_can_discard(st.st_rdev) : 1;
+	pthread_mutex_init(&d->wc_lock, NULL);
+	d->wc_lock_init = 1;
+	if (d->is_blkdev) {
+		char p[128];
+
+		/* none (syncs always issued) if sysfs does not say */
+		wc_path(p, sizeof(p), st.st_rdev);
+		pmc_disk_watch_write_cache(d, p, st.st_rdev);
+	}
 	if (min_size && d->size < min_size) {
 		rc = pmc_err_set(err, ENOSPC,
 				 "disk %s: %" PRIu64 " bytes is smaller than the volume's %" PRIu64
@@ -124,6 +203,10 @@ int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 	return 0;
 
 err_close:
+	if (d->wc_fd > 2)
+		close(d->wc_fd);
+	if (d->wc_lock_init)
+		pthread_mutex_destroy(&d->wc_lock);
 	close(fd);
 	free(d);
 	return rc;
@@ -133,6 +216,10 @@ void pmc_disk_close(struct pmc_disk *d)
 {
 	if (!d)
 		return;
+	if (d->wc_fd > 2)
+		close(d->wc_fd);
+	if (d->wc_lock_init)
+		pthread_mutex_destroy(&d->wc_lock);
 	close(d->fd);
 	free(d);
 }

@@ -7,7 +7,9 @@
 #ifndef PMC_DISK_H
 #define PMC_DISK_H
 
+#include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "err.h"
 #include "ring.h"
@@ -38,6 +40,14 @@ struct pmc_disk {
 	uint32_t pbs;		/* physical block size */
 	int is_blkdev;
 	int can_discard;
+	/* the queue/write_cache attribute in sysfs of the block device the
+	 * fd is on, read at each sync (pmc_disk_write_through) and opened
+	 * again when the fd is on another device (a path switch dup2()s one
+	 * onto it); wc_fd > 2 when open, else none; under wc_lock */
+	int wc_fd;
+	dev_t wc_rdev;
+	pthread_mutex_t wc_lock;
+	int wc_lock_init;
 	char path[256];
 	const struct pmc_disk_ops *ops;
 	void *priv;		/* owned by whoever set ops */
@@ -58,5 +68,17 @@ void pmc_disk_close(struct pmc_disk *d);
 int pmc_disk_geometry(int fd, uint64_t *size, uint32_t *lbs, uint32_t *pbs);
 /* ops->sync, or fdatasync: 0 or -errno */
 int pmc_disk_sync(struct pmc_disk *d);
+/*
+ * 1 when the kernel says now that the block device has no volatile write
+ * cache ("write through" in its queue/write_cache): the block layer then
+ * completes a flush at once without sending it, so a completed write is
+ * already durable and a sync has nothing to do. 0 for a file, for "write
+ * back", or when it cannot be read.
+ */
+int pmc_disk_write_through(struct pmc_disk *d);
+/* d reads its write cache mode from the file at path as long as its fd is
+ * on the block device rdev (0 or -errno): what pmc_disk_open and
+ * pmc_disk_write_through do with the device's sysfs attribute; for tests */
+int pmc_disk_watch_write_cache(struct pmc_disk *d, const char *path, dev_t rdev);
 
 #endif
