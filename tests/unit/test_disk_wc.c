@@ -47,24 +47,30 @@ static int loop_make(struct loopdev *l, unsigned i)
 	int ctl, n, bfd;
 	struct stat st;
 
+	l->fd = -1;
 	snprintf(l->file, sizeof(l->file), "/dev/shm/pmc-test-wc-%d-%u", (int)getpid(), i);
 	bfd = open(l->file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	T_TRUE(bfd >= 0);
 	T_EQ(ftruncate(bfd, LOOP_BYTES), 0);
 	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-	n = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
-	if (ctl >= 0)
-		close(ctl);
-	if (n < 0) {
-		close(bfd);
-		unlink(l->file);
-		return -1;
-	}
-	snprintf(l->dev, sizeof(l->dev), "/dev/loop%d", n);
-	l->fd = open(l->dev, O_RDWR | O_CLOEXEC);
-	if (l->fd < 0 || ioctl(l->fd, LOOP_SET_FD, bfd) != 0) {
+	/* another process may take the free device first: try again */
+	for (int tries = 0; tries < 8; tries++) {
+		n = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (n < 0)
+			break;
+		snprintf(l->dev, sizeof(l->dev), "/dev/loop%d", n);
+		l->fd = open(l->dev, O_RDWR | O_CLOEXEC);
+		if (l->fd >= 0 && ioctl(l->fd, LOOP_SET_FD, bfd) == 0)
+			break;
 		if (l->fd >= 0)
 			close(l->fd);
+		l->fd = -1;
+		if (errno != EBUSY)
+			break;
+	}
+	if (ctl >= 0)
+		close(ctl);
+	if (l->fd < 0) {
 		close(bfd);
 		unlink(l->file);
 		return -1;
