@@ -143,6 +143,8 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	echo "kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo) mem_kib=$(awk '/MemTotal/ {print $2}' /proc/meminfo)"
 	echo "fio=$(fio --version)"
 	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY nvmf_tcp=$NVMF"
+	_s=/sys/dev/block/$((0x$(stat -L -c %t $D))):$((0x$(stat -L -c %T $D)))
+	echo "disk_write_cache=\"$(cat $_s/queue/write_cache 2>/dev/null)\""
 	echo "devdax=$DAX region=$DAXREG bytes=$PMC_VM_PMEM_BYTES"
 	echo "peer_pmem=$PMEM region=$PREG bytes=$(blockdev --getsize64 $PMEM)"
 } | tee $OUT/env.txt
