@@ -188,11 +188,13 @@ NEED="pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_wa
 	replay_read_hit_pct_dmwritecache"
 # every job (and the replay) against the ceiling, unless a delayed full
 # run left it out
-CEIL=
-{ [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; } && CEIL="replay_pass1_s_ublkceiling replay_pass2_s_ublkceiling"
+CEIL= CEILJOBS=
+{ [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; } && CEILJOBS=1
+# the ceiling's replay: not in a full run (t-bench.sh says why)
+[ -n "$CEILJOBS" ] && [ "$MODE" != full ] && CEIL="replay_pass1_s_ublkceiling replay_pass2_s_ublkceiling"
 if [ $JOBS = replay ]; then
 	NEED="$(echo $NEED | tr ' ' '\n' | grep '^replay_') $CEIL"
-elif [ -n "$CEIL" ]; then
+elif [ -n "$CEILJOBS" ]; then
 	NEED="$NEED $CEIL pmcache_vs_ublkceiling_randread_warm pmcache_vs_ublkceiling_randwrite_qd32
 		pmcache_vs_ublkceiling_randwrite_qd1 pmcache_vs_ublkceiling_randread_warm_2j
 		pmcache_vs_ublkceiling_randwrite_qd32_2j pmcache_vs_ublkceiling_randrw70

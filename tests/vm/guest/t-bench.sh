@@ -56,8 +56,13 @@ OFF_WW=256 OFF_SEQ=512 OFF_FL=896
 # runs on those of them that have a disk
 SYSTEMS=$(echo "${4:-pmcache,ublkceiling,dmwritecache,bcache,rawnvme}" | tr ',' ' ')
 # the replay runs on the ceiling too: a RAM disk behind the ublk
-# transport, every request a hit, the floor of any ublk cache's time
+# transport, every request a hit, the floor of any ublk cache's time.
+# Not in a full run: its trace touches 867 MiB, which the ceiling holds in
+# the guest's 2 GiB of RAM, and the one full run that did so lost the raw
+# disk's replay after it to a guest kernel crash (a double fault in
+# kmalloc; the cause is not established)
 REPLAY_SYSTEMS=$SYSTEMS
+[ $MODE = full ] && REPLAY_SYSTEMS=$(echo $SYSTEMS | tr ' ' '\n' | grep -vx ublkceiling | tr '\n' ' ')
 # a full run over a delayed disk leaves out the ceiling: it has no disk, so
 # it measures the same as without the delay (the smoke run keeps it)
 [ "$DELAY" -gt 0 ] && [ $MODE != smoke ] &&
