@@ -242,8 +242,12 @@ EOC
 		pmc_sets || return 1
 		DEV=/dev/ublkb0 ;;
 	ublkceiling)
+		# emptied here, not only by the redirection below: the loop could
+		# otherwise read the "ready:" of an earlier set-up (the replay's)
+		# before the new process truncates the file
+		: >$OUT/ublkceiling/ceiling.log
 		pmc-ublk-ceiling -d 1 -s $(($(blockdev --getsize64 $D) >> 20)) \
-			>$OUT/ublkceiling/ceiling.log 2>&1 &
+			>>$OUT/ublkceiling/ceiling.log 2>&1 &
 		PID=$!
 		for _i in $(seq 1 300); do
 			grep -q "^ready:" $OUT/ublkceiling/ceiling.log && break
