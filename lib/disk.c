@@ -33,41 +33,27 @@ const struct pmc_disk_ops pmc_disk_default_ops = {
 	.submit = default_submit,
 };
 
-static void wc_path(char *p, size_t len, dev_t rdev)
+/* point d's watch at the write_cache attribute of the block device rdev;
+ * wc_lock held. None (syncs issued) if sysfs has no such file */
+static void watch_locked(struct pmc_disk *d, dev_t rdev)
 {
-	snprintf(p, len, "/sys/dev/block/%u:%u/queue/write_cache", major(rdev), minor(rdev));
-}
-
-/* wc_lock held */
-static int watch_locked(struct pmc_disk *d, const char *path, dev_t rdev)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), fd3;
+	char p[128];
+	int fd;
 
 	if (d->wc_fd > 2)
 		close(d->wc_fd);
 	d->wc_fd = 0;
 	d->wc_rdev = rdev;
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/queue/write_cache", major(rdev),
+		 minor(rdev));
+	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return;
 	/* above the standard streams: 0 in wc_fd means none */
-	fd3 = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	d->wc_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	close(fd);
-	if (fd3 < 0)
-		return -errno;
-	d->wc_fd = fd3;
-	return 0;
-}
-
-int pmc_disk_watch_write_cache(struct pmc_disk *d, const char *path, dev_t rdev)
-{
-	int rc;
-
-	if (!d->wc_lock_init)
-		return -EINVAL;
-	pthread_mutex_lock(&d->wc_lock);
-	rc = watch_locked(d, path, rdev);
-	pthread_mutex_unlock(&d->wc_lock);
-	return rc;
+	if (d->wc_fd < 0)
+		d->wc_fd = 0;
 }
 
 int pmc_disk_write_through(struct pmc_disk *d)
@@ -79,13 +65,10 @@ int pmc_disk_write_through(struct pmc_disk *d)
 	if (!d->wc_lock_init || fstat(d->fd, &st) != 0 || !S_ISBLK(st.st_mode))
 		return 0;
 	pthread_mutex_lock(&d->wc_lock);
-	if (st.st_rdev != d->wc_rdev) {
-		/* another device is on the fd now: its own attribute */
-		char p[128];
-
-		wc_path(p, sizeof(p), st.st_rdev);
-		watch_locked(d, p, st.st_rdev);
-	}
+	/* the first sync (wc_rdev 0: no block device has 0:0), or another
+	 * device on the fd now (a path switch): that device's attribute */
+	if (st.st_rdev != d->wc_rdev)
+		watch_locked(d, st.st_rdev);
 	if (d->wc_fd > 2)
 		n = pread(d->wc_fd, buf, sizeof(buf) - 1, 0);
 	pthread_mutex_unlock(&d->wc_lock);
@@ -174,6 +157,8 @@ int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 	}
 	d->fd = fd;
 	d->ops = &pmc_disk_default_ops;
+	pthread_mutex_init(&d->wc_lock, NULL);
+	d->wc_lock_init = 1;
 	snprintf(d->path, sizeof(d->path), "%s", path);
 	rc = pmc_disk_geometry(fd, &d->size, &d->lbs, &d->pbs);
 	if (rc) {
@@ -183,15 +168,6 @@ int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 	d->is_blkdev = S_ISBLK(st.st_mode);
 	/* a file: fallocate(PUNCH_HOLE); refused ones are ignored */
 	d->can_discard = d->is_blkdev ? blkdev_can_discard(st.st_rdev) : 1;
-	pthread_mutex_init(&d->wc_lock, NULL);
-	d->wc_lock_init = 1;
-	if (d->is_blkdev) {
-		char p[128];
-
-		/* none (syncs always issued) if sysfs does not say */
-		wc_path(p, sizeof(p), st.st_rdev);
-		pmc_disk_watch_write_cache(d, p, st.st_rdev);
-	}
 	if (min_size && d->size < min_size) {
 		rc = pmc_err_set(err, ENOSPC,
 				 "disk %s: %" PRIu64 " bytes is smaller than the volume's %" PRIu64
@@ -203,10 +179,7 @@ int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 	return 0;
 
 err_close:
-	if (d->wc_fd > 2)
-		close(d->wc_fd);
-	if (d->wc_lock_init)
-		pthread_mutex_destroy(&d->wc_lock);
+	pthread_mutex_destroy(&d->wc_lock);
 	close(fd);
 	free(d);
 	return rc;

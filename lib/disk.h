@@ -41,9 +41,11 @@ struct pmc_disk {
 	int is_blkdev;
 	int can_discard;
 	/* the queue/write_cache attribute in sysfs of the block device the
-	 * fd is on, read at each sync (pmc_disk_write_through) and opened
-	 * again when the fd is on another device (a path switch dup2()s one
-	 * onto it); wc_fd > 2 when open, else none; under wc_lock */
+	 * fd is on, opened at the first sync and read at each one
+	 * (pmc_disk_write_through), opened again when the fd is on another
+	 * device (a path switch dup2()s one onto it); wc_fd > 2 when open,
+	 * else none; under wc_lock, which pmc_disk_open sets up
+	 * (wc_lock_init: disks built by hand have none) */
 	int wc_fd;
 	dev_t wc_rdev;
 	pthread_mutex_t wc_lock;
@@ -76,9 +78,5 @@ int pmc_disk_sync(struct pmc_disk *d);
  * back", or when it cannot be read.
  */
 int pmc_disk_write_through(struct pmc_disk *d);
-/* d reads its write cache mode from the file at path as long as its fd is
- * on the block device rdev (0 or -errno): what pmc_disk_open and
- * pmc_disk_write_through do with the device's sysfs attribute; for tests */
-int pmc_disk_watch_write_cache(struct pmc_disk *d, const char *path, dev_t rdev);
 
 #endif

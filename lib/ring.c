@@ -256,7 +256,7 @@ static int fixed_index(struct pmc_ring *r, const char *p, uint64_t len)
 {
 	uint64_t off;
 
-	if (!r->fixed || !len || len > UINT32_MAX || p < r->fixed_base ||
+	if (!r->fixed || len > UINT32_MAX || p < r->fixed_base ||
 	    p >= r->fixed_base + r->fixed_len)
 		return -1;
 	off = (uint64_t)(p - r->fixed_base);
@@ -274,7 +274,7 @@ static void prep(struct pmc_ring *r, struct io_uring_sqe *sqe, struct pmc_io *io
 	case PMC_IO_READ:
 	case PMC_IO_WRITE:
 		span = iov_span(io);
-		idx = fixed_index(r, span ? io->iov->iov_base : NULL, span);
+		idx = span ? fixed_index(r, io->iov->iov_base, span) : -1;
 		r->fixed_ios += idx >= 0;
 		if (idx >= 0 && io->op == PMC_IO_READ)
 			io_uring_prep_read_fixed(sqe, fd, io->iov->iov_base, (unsigned)span, off, idx);

@@ -359,6 +359,17 @@ static void heal_and_flush(struct et_vol *v, struct fdisk *f)
 		T_FAIL("flush_all after the disk healed: %d (%s)", rc, err.msg);
 }
 
+/* one write-back step, then its writes (and their round's sync) finished;
+ * returns the writes it started */
+static int step_and_drain(void)
+{
+	int started = pmc_engine_writeback_step(g_t.e, g_q);
+
+	while (pmc_queue_busy(g_q))
+		pmc_queue_poll(g_q, 1, 10000000ull);
+	return started;
+}
+
 /* write versions ver of blocks lba..+n; returns the request's result */
 static int write_ver(struct et_vol *v, uint64_t lba, uint64_t n, uint64_t ver, unsigned flags)
 {
@@ -643,9 +654,7 @@ static void sc_wb_fair(void)
 	/* a new dirty block of a before every step: a always has some */
 	for (uint64_t i = 0; i < 40; i++) {
 		T_EQ(write_ver(a, 4 * i, 1, 2, 0), 0);
-		pmc_engine_writeback_step(g_t.e, g_q);
-		while (pmc_queue_busy(g_q))
-			pmc_queue_poll(g_q, 1, 10000000ull);
+		step_and_drain();
 	}
 	for (uint64_t i = 0; i < 8; i++) {
 		enum pmc_block_state st;
@@ -763,9 +772,7 @@ static void sc_wb_window(void)
 	/* each step writes one block back; then a writes a new block (a fresh,
 	 * high lba, taken late), which can only go to the block just cleaned */
 	for (steps = 0; steps < 2 * nr && b_clean < 8; steps++) {
-		pmc_engine_writeback_step(g_t.e, g_q);
-		while (pmc_queue_busy(g_q))
-			pmc_queue_poll(g_q, 1, 10000000ull);
+		step_and_drain();
 		T_EQ(write_ver(a, na + steps, 1, 4, 0), 0);
 		b_clean = 0;
 		for (uint64_t i = 0; i < 8; i++)
@@ -815,18 +822,14 @@ static void sc_wb_kept(void)
 	for (uint64_t i = 0; i < 24; i++)
 		T_EQ(write_ver(v, 100 + 2 * i, 1, 5, 0), 0);
 	f->fail[PMC_IO_WRITE] = EIO;
-	started = pmc_engine_writeback_step(g_t.e, g_q);
-	while (pmc_queue_busy(g_q))
-		pmc_queue_poll(g_q, 1, 10000000ull);
+	started = step_and_drain();
 	failed = f->failed[PMC_IO_WRITE];
 	if (started != 2 || failed != 2)
 		T_FAIL("setup: the first step started %d writes, %" PRIu64 " failed (want 2, 2)",
 		       started, failed);
 	/* backed off for 10 s: the 22 candidates kept from the sweep wait */
 	for (int k = 0; k < 20; k++) {
-		started = pmc_engine_writeback_step(g_t.e, g_q);
-		while (pmc_queue_busy(g_q))
-			pmc_queue_poll(g_q, 1, 10000000ull);
+		started = step_and_drain();
 		if (started)
 			T_FAIL("step %d after the failure started %d writes of volume %s, which is "
 			       "backed off for 10 s: the candidates kept from the sweep before the "
