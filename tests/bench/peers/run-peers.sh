@@ -186,12 +186,16 @@ NEED="pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_wa
 	replay_pass2_s_dmwritecache replay_pass1_s_bcache replay_pass2_s_bcache
 	replay_pass1_s_rawnvme replay_pass2_s_rawnvme replay_read_hit_pct_pmcache
 	replay_read_hit_pct_dmwritecache"
-# every job (and the replay) against the ceiling, unless a delayed full
-# run left it out
+# every job and the replay against the ceiling where the guest ran it
+# (t-bench.sh leaves it out of a delayed full run, and of a full run's
+# replay), as env.txt says
 CEIL= CEILJOBS=
-{ [ "$MODE" = smoke ] || [ "$DELAY" = 0 ]; } && CEILJOBS=1
-# the ceiling's replay: not in a full run (t-bench.sh says why)
-[ -n "$CEILJOBS" ] && [ "$MODE" != full ] && CEIL="replay_pass1_s_ublkceiling replay_pass2_s_ublkceiling"
+case " $(sed -n 's/.* replay_systems="\([^"]*\)".*/\1/p' "$OUT/env.txt") " in
+*" ublkceiling "*) CEIL="replay_pass1_s_ublkceiling replay_pass2_s_ublkceiling" ;;
+esac
+case " $(sed -n 's/^systems="\([^"]*\)".*/\1/p' "$OUT/env.txt") " in
+*" ublkceiling "*) CEILJOBS=1 ;;
+esac
 if [ $JOBS = replay ]; then
 	NEED="$(echo $NEED | tr ' ' '\n' | grep '^replay_') $CEIL"
 elif [ -n "$CEILJOBS" ]; then

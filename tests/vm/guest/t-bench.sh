@@ -68,6 +68,11 @@ REPLAY_SYSTEMS=$SYSTEMS
 [ "$DELAY" -gt 0 ] && [ $MODE != smoke ] &&
 	SYSTEMS=$(echo $SYSTEMS | tr ' ' '\n' | grep -vx ublkceiling | tr '\n' ' ')
 
+# sysblk DEV: the sysfs directory of block device DEV (/dev/mapper names too)
+sysblk() {
+	echo /sys/dev/block/$((0x$(stat -L -c %t $1))):$((0x$(stat -L -c %T $1)))
+}
+
 mkdir -p $OUT
 NVME=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk $(nvme_serial 1)"; exit 1; }
 D=$NVME
@@ -148,8 +153,9 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	echo "kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo) mem_kib=$(awk '/MemTotal/ {print $2}' /proc/meminfo)"
 	echo "fio=$(fio --version)"
 	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY nvmf_tcp=$NVMF"
-	_s=/sys/dev/block/$((0x$(stat -L -c %t $D))):$((0x$(stat -L -c %T $D)))
-	echo "disk_write_cache=\"$(cat $_s/queue/write_cache 2>/dev/null)\""
+	echo "disk_write_cache=\"$(cat $(sysblk $D)/queue/write_cache 2>/dev/null)\""
+	# what run-peers.sh expects figures of
+	echo "systems=\"$(echo $SYSTEMS)\" replay_systems=\"$(echo $REPLAY_SYSTEMS)\""
 	echo "devdax=$DAX region=$DAXREG bytes=$PMC_VM_PMEM_BYTES"
 	echo "peer_pmem=$PMEM region=$PREG bytes=$(blockdev --getsize64 $PMEM)"
 } | tee $OUT/env.txt
@@ -396,7 +402,7 @@ counters() {
 # one line per device: its name, then /sys/block/DEV/stat as it is
 diskstats() {
 	for _d in $D $NVME; do
-		_s=/sys/dev/block/$((0x$(stat -L -c %t $_d))):$((0x$(stat -L -c %T $_d)))
+		_s=$(sysblk $_d)
 		echo "$(basename "$(readlink -f $_s)") $(cat $_s/stat)"
 		[ $_d = $NVME ] && break
 	done
