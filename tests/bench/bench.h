@@ -21,11 +21,14 @@ int bench_core(int argc, char **argv);
 int bench_engine(int argc, char **argv);
 
 /* In a child process: a cache of size bytes in dir, every block read once
- * (clean), then 64 MiB of 4 KiB blocks scattered over it written (dirty);
- * *secs is the time pmc_engine_flush_all takes to write them back, *blocks
- * and *ios what it wrote. 0 or -errno with a message (bench_engine.c). */
-int bench_writeback_time(const char *dir, uint64_t size, double *secs, uint64_t *blocks,
-			 uint64_t *ios, char *msg, size_t msg_len);
+ * (clean), then BENCH_WBT_ROUNDS times: 64 MiB of 4 KiB blocks scattered
+ * over it written (dirty, other blocks each round) and the time
+ * pmc_engine_flush_all takes to write them back into round_s[k]; *secs is
+ * the median round, *blocks and *ios what all rounds wrote. 0 or -errno
+ * with a message (bench_engine.c). */
+#define BENCH_WBT_ROUNDS 9
+int bench_writeback_time(const char *dir, uint64_t size, double *secs, double *round_s,
+			 uint64_t *blocks, uint64_t *ios, char *msg, size_t msg_len);
 
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t bench_now_ns(void);

@@ -31,11 +31,13 @@
  *
  * writeback_s_<size> (after both sizes, through the engine, see
  * bench_writeback_time in bench_engine.c): a new cache of that size, every
- * block read once from a sparse disk file (all clean), then 64 MiB of 4 KiB
- * blocks scattered over the whole volume written (dirty), and the time
- * pmc_engine_flush_all takes to write them back. writeback_ratio_<L>_<S> is
- * the large size's time over the small one's: the same dirty data, so a
- * write-back whose cost does not grow with the cache gives about 1.
+ * block read once from a sparse disk file (all clean), then nine rounds of:
+ * 64 MiB of 4 KiB blocks scattered over the whole volume written (dirty),
+ * and the time pmc_engine_flush_all takes to write them back. writeback_s_
+ * <size> is the median round (each round's time is printed);
+ * writeback_ratio_<L>_<S> is the large size's median over the small one's:
+ * the same dirty data, so a write-back whose cost does not grow with the
+ * cache gives about 1.
  *
  * page_table_bytes_per_block is the same difference taken over VmPTE: the
  * kernel's page tables for the 4 KiB-page file mapping once every block has
@@ -750,16 +752,23 @@ int bench_core(int argc, char **argv)
 writeback:
 	for (int i = 0; i < 2; i++) {
 		char msg[PMC_ERR_MSG_MAX + 64];
+		double round_s[BENCH_WBT_ROUNDS];
 		uint64_t blocks, ios;
 
-		fprintf(stderr, "pmcache-bench core: %s: write-back of 64 MiB\n", sz[i].tag);
-		if (bench_writeback_time(o.dir, o.size[i], &sz[i].wb_s, &blocks, &ios, msg,
+		fprintf(stderr, "pmcache-bench core: %s: write-back of 64 MiB, %u rounds\n", sz[i].tag,
+			BENCH_WBT_ROUNDS);
+		if (bench_writeback_time(o.dir, o.size[i], &sz[i].wb_s, round_s, &blocks, &ios, msg,
 					 sizeof(msg))) {
 			fprintf(stderr, "pmcache-bench core: %s: write-back: %s\n", sz[i].tag, msg);
 			return 1;
 		}
-		printf("# writeback_s_%s: %llu blocks in %llu writes\n", sz[i].tag,
-		       (unsigned long long)blocks, (unsigned long long)ios);
+		printf("# writeback_s_%s: %u rounds of %llu blocks in %llu writes on average; "
+		       "seconds per round:", sz[i].tag, BENCH_WBT_ROUNDS,
+		       (unsigned long long)blocks / BENCH_WBT_ROUNDS,
+		       (unsigned long long)ios / BENCH_WBT_ROUNDS);
+		for (unsigned k = 0; k < BENCH_WBT_ROUNDS; k++)
+			printf(" %.3f", round_s[k]);
+		printf(" (the figure: their median)\n");
 		snprintf(name, sizeof(name), "writeback_s_%s", sz[i].tag);
 		bench_figure(name, "s", "%.3f", sz[i].wb_s);
 	}

@@ -431,10 +431,11 @@ for S in $REPLAY_SYSTEMS; do
 		if [ -n "$_perf" ]; then
 			{
 				_r="perf report -i /tmp/perf.data --stdio --no-children"
+				# flat lists: the data has call graphs (-g), these ask for none
 				echo "--- by command"
-				$_r --sort comm 2>/dev/null | grep -v '^#' | grep . | head -n 12
+				$_r --sort comm -g none 2>/dev/null | grep -v '^#' | grep . | head -n 12
 				echo "--- by command and object"
-				$_r --sort comm,dso 2>/dev/null | grep -v '^#' | grep . | head -n 20
+				$_r --sort comm,dso -g none 2>/dev/null | grep -v '^#' | grep . | head -n 20
 				if [ $S = pmcache ]; then
 					# inclusive: what each function costs with its callees
 					echo "--- inclusive, pmcached's queue threads"
@@ -445,7 +446,7 @@ for S in $REPLAY_SYSTEMS; do
 						grep -v '^#' | grep . | head -n 60
 				fi
 				echo "--- by command, object and symbol"
-				$_r --sort comm,dso,sym 2>/dev/null | grep -v '^#' | grep . | head -n 300
+				$_r --sort comm,dso,sym -g none 2>/dev/null | grep -v '^#' | grep . | head -n 300
 			} >$OUT/$S/perf_pass$P.txt
 			rm -f /tmp/perf.data
 		fi
