@@ -33,13 +33,43 @@ const struct pmc_disk_ops pmc_disk_default_ops = {
 	.submit = default_submit,
 };
 
-/* point d's watch at the write_cache attribute of the block device rdev;
- * wc_lock held. None (syncs issued) if sysfs has no such file */
+/* a number in the block device rdev's queue/NAME in sysfs, or 0 */
+static unsigned long long queue_attr(dev_t rdev, const char *name)
+{
+	char p[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/queue/%s", major(rdev), minor(rdev), name);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* the largest read or write the block device rdev takes whole */
+static void read_limits(struct pmc_disk *d, dev_t rdev)
+{
+	unsigned long long kb = queue_attr(rdev, "max_sectors_kb");
+	unsigned long long segs = queue_attr(rdev, "max_segments");
+
+	__atomic_store_n(&d->max_bytes, kb && kb < UINT32_MAX / 1024 ? (uint32_t)kb * 1024 : 0,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&d->max_segs, segs < UINT32_MAX ? (uint32_t)segs : 0, __ATOMIC_RELAXED);
+}
+
+/* point d's watch at the write_cache attribute of the block device rdev,
+ * and take that device's limits; wc_lock held. None (syncs issued) if
+ * sysfs has no such file */
 static void watch_locked(struct pmc_disk *d, dev_t rdev)
 {
 	char p[128];
 	int fd;
 
+	read_limits(d, rdev);
 	if (d->wc_fd > 2)
 		close(d->wc_fd);
 	d->wc_fd = 0;
@@ -83,23 +113,6 @@ int pmc_disk_sync(struct pmc_disk *d)
 	if (d->ops && d->ops->sync)
 		return d->ops->sync(d);
 	return fdatasync(d->fd) ? -errno : 0;
-}
-
-static int blkdev_can_discard(dev_t rdev)
-{
-	char p[128];
-	unsigned long long v = 0;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/queue/discard_max_bytes", major(rdev),
-		 minor(rdev));
-	f = fopen(p, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v > 0;
 }
 
 int pmc_disk_geometry(int fd, uint64_t *size, uint32_t *lbs, uint32_t *pbs)
@@ -167,7 +180,9 @@ int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 	}
 	d->is_blkdev = S_ISBLK(st.st_mode);
 	/* a file: fallocate(PUNCH_HOLE); refused ones are ignored */
-	d->can_discard = d->is_blkdev ? blkdev_can_discard(st.st_rdev) : 1;
+	d->can_discard = d->is_blkdev ? queue_attr(st.st_rdev, "discard_max_bytes") > 0 : 1;
+	if (d->is_blkdev)
+		read_limits(d, st.st_rdev);
 	if (min_size && d->size < min_size) {
 		rc = pmc_err_set(err, ENOSPC,
 				 "disk %s: %" PRIu64 " bytes is smaller than the volume's %" PRIu64

@@ -40,6 +40,13 @@ struct pmc_disk {
 	uint32_t pbs;		/* physical block size */
 	int is_blkdev;
 	int can_discard;
+	/* the most one read or write may carry for the kernel to issue it
+	 * without a worker thread (a block device's queue/max_sectors_kb and
+	 * max_segments; 0: no limit, as for a file); the ring issues a larger
+	 * one in parts (ring.h). Read at open and again when the fd is found
+	 * on another device (pmc_disk_write_through); atomic loads and stores */
+	uint32_t max_bytes;
+	uint32_t max_segs;
 	/* the queue/write_cache attribute in sysfs of the block device the
 	 * fd is on, opened at the first sync and read at each one
 	 * (pmc_disk_write_through), opened again when the fd is on another

@@ -58,7 +58,7 @@ struct pmc_ring {
 	uint64_t fixed_len;
 	int fixed;
 	int fixed_err;
-	uint64_t fixed_ios;
+	uint64_t fixed_ios, split_ios, parts;
 	uint64_t submitted, short_retries, eagain_retries, enters;
 	int sqe128;
 	void (*foreign)(void *arg, uint64_t user_data, int res);
@@ -225,6 +225,8 @@ void pmc_ring_get_info(struct pmc_ring *r, struct pmc_ring_info *info)
 	info->fixed_err = r->fixed_err;
 	info->submitted = r->submitted;
 	info->fixed_ios = r->fixed_ios;
+	info->split_ios = r->split_ios;
+	info->parts = r->parts;
 	info->short_retries = r->short_retries;
 	info->eagain_retries = r->eagain_retries;
 	info->enters = r->enters;
@@ -328,25 +330,156 @@ static struct io_uring_sqe *get_sqe(struct pmc_ring *r)
 	return sqe;
 }
 
-void pmc_ring_submit_raw(struct pmc_ring *r, struct pmc_io *io)
+/* --- I/O larger than the disk takes whole: parts --- */
+
+/* the most one part may carry (whole pages, within both of the disk's
+ * limits), or 0: no limit. The limits are read unlocked: a path switch
+ * may change them under a submission, and a stale one only costs the
+ * kernel's worker thread for that I/O */
+static uint64_t part_max(const struct pmc_disk *d, unsigned *segs)
+{
+	uint64_t b = __atomic_load_n(&d->max_bytes, __ATOMIC_RELAXED);
+
+	*segs = __atomic_load_n(&d->max_segs, __ATOMIC_RELAXED);
+	if (*segs && (!b || (uint64_t)*segs * 4096 < b))
+		b = (uint64_t)*segs * 4096;
+	return b & ~4095ull;
+}
+
+static void prep_part(struct pmc_ring *r, struct pmc_io *io, char *buf, uint64_t len,
+		      struct iovec *iov, int cnt, uint64_t off, int idx)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring); /* room checked */
+	int fd = io->disk->fd, rd = io->op == PMC_IO_READ;
+
+	if (idx >= 0 && rd)
+		io_uring_prep_read_fixed(sqe, fd, buf, (unsigned)len, off, idx);
+	else if (idx >= 0)
+		io_uring_prep_write_fixed(sqe, fd, buf, (unsigned)len, off, idx);
+	else if (iov && rd)
+		io_uring_prep_readv(sqe, fd, iov, (unsigned)cnt, off);
+	else if (iov)
+		io_uring_prep_writev(sqe, fd, iov, (unsigned)cnt, off);
+	else if (rd)
+		io_uring_prep_read(sqe, fd, buf, (unsigned)len, off);
+	else
+		io_uring_prep_write(sqe, fd, buf, (unsigned)len, off);
+	sqe->rw_flags = io->rw_flags;
+	io_uring_sqe_set_data(sqe, io);
+}
+
+/*
+ * The parts of io, at most lim bytes and segs segments (0: any) each:
+ * a fixed span (idx >= 0) in pieces of lim; otherwise runs of whole
+ * segments, and a segment larger than lim alone in pieces of it. Counts
+ * them, and with prep also prepares them. Segment lengths are multiples
+ * of the disk's logical block, and lim of the page, so every part is
+ * aligned for O_DIRECT.
+ */
+static unsigned walk_parts(struct pmc_ring *r, struct pmc_io *io, uint64_t lim, unsigned segs,
+			   int idx, uint64_t span, int prep)
+{
+	uint64_t off = io->off, at, len;
+	unsigned n = 0;
+	int i = 0, j;
+
+	if (idx >= 0) {
+		for (at = 0; at < span; at += lim, n++)
+			if (prep)
+				prep_part(r, io, (char *)io->iov->iov_base + at,
+					  span - at < lim ? span - at : lim, NULL, 0, off + at, idx);
+		return n;
+	}
+	while (i < io->iovcnt) {
+		struct iovec *v = &io->iov[i];
+
+		if (v->iov_len > lim) {
+			for (at = 0; at < v->iov_len; at += lim, n++)
+				if (prep)
+					prep_part(r, io, (char *)v->iov_base + at,
+						  v->iov_len - at < lim ? v->iov_len - at : lim,
+						  NULL, 0, off + at, -1);
+			off += v->iov_len;
+			i++;
+			continue;
+		}
+		for (j = i, len = 0; j < io->iovcnt && io->iov[j].iov_len <= lim - len &&
+				     (!segs || (unsigned)(j - i) < segs);
+		     j++)
+			len += io->iov[j].iov_len;
+		if (prep)
+			prep_part(r, io, NULL, len, v, j - i, off, -1);
+		n++;
+		off += len;
+		i = j;
+	}
+	return n;
+}
+
+/* issue io in parts if it is larger than its disk takes whole: 1 when it
+ * went (or waits in the backlog), 0 when it goes as one I/O */
+static int submit_parts(struct pmc_ring *r, struct pmc_io *io)
+{
+	uint64_t lim, span;
+	unsigned segs, n;
+	int idx;
+
+	if ((io->op != PMC_IO_READ && io->op != PMC_IO_WRITE) || io->done ||
+	    !(lim = part_max(io->disk, &segs)) ||
+	    (io->len <= lim && (!segs || io->iovcnt <= (int)segs)))
+		return 0;
+	span = iov_span(io);
+	idx = span ? fixed_index(r, io->iov->iov_base, span) : -1;
+	n = walk_parts(r, io, lim, segs, idx, span, 0);
+	/* more parts than half the ring takes: one I/O, split by the
+	 * kernel's worker thread */
+	if (n < 2 || n > r->depth / 2)
+		return 0;
+	if (io_uring_sq_space_left(&r->uring) < n)
+		pmc_ring_flush(r);
+	if (r->inflight + n > r->depth || io_uring_sq_space_left(&r->uring) < n)
+		return -1;
+	io->parts = n;
+	io->part_err = 0;
+	walk_parts(r, io, lim, segs, idx, span, 1);
+	r->fixed_ios += idx >= 0 ? n : 0;
+	r->split_ios++;
+	r->parts += n;
+	r->inflight += n;
+	r->submitted += n;
+	return 1;
+}
+
+/* io to the kernel now: 0, or -1 when the ring has no room for it */
+static int try_submit(struct pmc_ring *r, struct pmc_io *io)
 {
 	struct io_uring_sqe *sqe = NULL;
+	int rc = submit_parts(r, io);
 
+	if (rc)
+		return rc > 0 ? 0 : -1;
 	if (r->inflight < r->depth)
 		sqe = get_sqe(r);
-	if (!sqe) {
-		io->next = NULL;
-		if (r->backlog_tail)
-			r->backlog_tail->next = io;
-		else
-			r->backlog = io;
-		r->backlog_tail = io;
-		r->nbacklog++;
-		return;
-	}
+	if (!sqe)
+		return -1;
 	prep(r, sqe, io);
 	r->inflight++;
 	r->submitted++;
+	return 0;
+}
+
+void pmc_ring_submit_raw(struct pmc_ring *r, struct pmc_io *io)
+{
+	/* behind what waits already: the backlog is FIFO */
+	if (!r->backlog && try_submit(r, io) == 0)
+		return;
+	io->next = NULL;
+	if (r->backlog_tail)
+		r->backlog_tail->next = io;
+	else
+		r->backlog = io;
+	r->backlog_tail = io;
+	r->nbacklog++;
 }
 
 int pmc_ring_uring_cmd(struct pmc_ring *r, int fd, uint32_t cmd_op, const void *payload,
@@ -417,11 +550,40 @@ static void iov_advance(struct pmc_io *io, uint64_t n)
 	}
 }
 
+/* one part of a split io completed (res: its bytes or -errno); 1 when
+ * that was the last and io's callback ran */
+static int handle_part(struct pmc_ring *r, struct pmc_io *io, int res)
+{
+	if (res == 0)
+		res = -EIO; /* no progress: past the end of the disk */
+	if (res < 0 && (!io->part_err || io->part_err == -EAGAIN))
+		io->part_err = res;
+	else if (res > 0)
+		io->done += (uint64_t)res;
+	if (--io->parts)
+		return 0;
+	res = io->part_err;
+	if (res == -EAGAIN || (!res && io->done < io->len)) {
+		/* a part refused or short: the whole io again */
+		if (res)
+			r->eagain_retries++;
+		else
+			r->short_retries++;
+		io->done = 0;
+		pmc_ring_submit_raw(r, io);
+		return 0;
+	}
+	io->cb(io, res);
+	return 1;
+}
+
 /* one raw completion; returns 1 when io's callback ran */
 static int handle(struct pmc_ring *r, struct pmc_io *io, int res)
 {
 	if (io->disk->ops->complete)
 		res = io->disk->ops->complete(io->disk, io, res);
+	if (io->parts)
+		return handle_part(r, io, res);
 	if (res == -EAGAIN) {
 		r->eagain_retries++;
 		pmc_ring_submit_raw(r, io);
@@ -482,14 +644,16 @@ static int run_deferred(struct pmc_ring *r, uint64_t now, uint64_t *next_due)
 
 static void drain_backlog(struct pmc_ring *r)
 {
+	/* in order: the head waits until the ring has room for all its parts */
 	while (r->backlog && r->inflight < r->depth) {
 		struct pmc_io *io = r->backlog;
 
+		if (try_submit(r, io))
+			break;
 		r->backlog = io->next;
 		if (!r->backlog)
 			r->backlog_tail = NULL;
 		r->nbacklog--;
-		pmc_ring_submit_raw(r, io);
 	}
 }
 

@@ -5,6 +5,17 @@
  * from that thread. At most `depth` I/Os are in flight; more wait in a FIFO
  * backlog. Short transfers are continued and -EAGAIN is retried, so a
  * completion callback sees either the whole length or a negative errno.
+ *
+ * A read or write larger than its disk takes whole (pmc_disk.max_bytes,
+ * max_segs: a block device's queue limits) goes to the kernel as several
+ * SQEs, its parts, submitted together: io_uring issues a read or write
+ * without blocking first, and the block layer refuses to split an I/O so
+ * issued, so one larger than the device's limits would be handed to an
+ * io_uring worker thread (a context switch, and the pages pinned twice).
+ * The callback runs once, when every part completed: 0, or the first
+ * part's error; a part that came back short has the whole I/O issued
+ * again, a part that moved nothing fails it with -EIO. A disk's
+ * ops->complete sees each part's raw completion.
  * Completions are delivered only from pmc_ring_poll(), never from inside
  * a submit call. Submitting only prepares SQEs: the next pmc_ring_poll()
  * (or pmc_ring_flush()) hands everything prepared to the kernel in one
@@ -49,6 +60,8 @@ struct pmc_io {
 	uint32_t epoch;		/* the submitter's: the engine stamps its volume's error epoch */
 	/* owned by the ring */
 	uint64_t done;		/* bytes transferred so far */
+	unsigned parts;		/* parts in the kernel, when split (else 0) */
+	int part_err;		/* the first error of a part */
 	uint64_t due_ns;	/* deferred work: when */
 	int defer_res;		/* deferred completion result, or 1 = submit */
 	struct pmc_io *next;
@@ -60,6 +73,8 @@ struct pmc_ring_info {
 	int fixed_err;		/* errno of the failed registration, or 0 */
 	uint64_t submitted;	/* SQEs */
 	uint64_t fixed_ios;	/* reads and writes through the fixed buffers */
+	uint64_t split_ios;	/* reads and writes issued in parts */
+	uint64_t parts;		/* ... the parts they were issued in */
 	uint64_t short_retries;
 	uint64_t eagain_retries;
 	uint64_t enters;	/* io_uring_enter calls */
