@@ -6,7 +6,7 @@
 # ratios and the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
 #
 # usage: run-peers.sh [-B BUILD] [-o OUT] [--quick|--smoke] [--disk-delay-ms N]
-#                     [--systems LIST] [--nvmf-tcp] [--replay-only]
+#                     [--systems LIST] [--nvmf-tcp] [--replay-only] [--jobs LIST]
 #                     [--pmcache-set KEY=VALUE,...] [--perf] [--replay-cache-mib N]
 #                     [--no-plots] [--no-core]
 #   -B BUILD    a configured and built build directory (default: build/bench);
@@ -34,6 +34,10 @@
 #   --replay-only
 #               the replay job only (-replay appended to OUT): a short run
 #               to compare settings or builds under eviction pressure
+#   --jobs LIST only these fio jobs (comma-separated names as in the table,
+#               "flush" for the write-back test; -jobs appended to OUT), after
+#               the warm-up and without the replay: a short run to compare
+#               builds on a few jobs; the report then has only their rows
 #   --pmcache-set KEY=VALUE,...
 #               settings applied to pmcached (pmcachectl set) after each of
 #               its set-ups: volume keys (admit_after_misses=2) to its
@@ -45,7 +49,8 @@
 #               for pmcache also inclusive ones of its queue and write-back
 #               threads (what each function costs with its callees). The pass
 #               times then include perf's own cost (pass 1 its start-up too,
-#               10-20 s under TCG): a run for profiles, not for times
+#               10-20 s under TCG): a run for profiles, not for times. With
+#               --jobs, each of those jobs too (OUT/SYSTEM/perf_JOB.txt)
 #   --replay-cache-mib N
 #               the replay job's caches are N MiB instead of the mode's (224
 #               full, 80 quick and smoke): how the gap moves with pressure
@@ -88,6 +93,13 @@ while [ $# -gt 0 ]; do
 		shift ;;
 	--nvmf-tcp) NVMF=1 ;;
 	--replay-only) JOBS=replay ;;
+	--jobs)
+		case ${2:-} in '' | *[!a-z0-9_,]*)
+			echo "run-peers: --jobs needs JOB[,JOB...] (fio job names), not '${2:-}'" >&2
+			exit 1 ;;
+		esac
+		JOBS=fio:$2
+		shift ;;
 	--replay-cache-mib)
 		RCMIB=${2:-}
 		case $RCMIB in '' | *[!0-9]* | 0*)
@@ -125,6 +137,7 @@ RUN=$MODE
 [ "$DELAY" -gt 0 ] && RUN=$MODE-delay$DELAY
 [ "$NVMF" = 1 ] && RUN=$RUN-nvmf
 [ $JOBS = replay ] && RUN=$RUN-replay
+case $JOBS in fio:*) RUN=$RUN-jobs ;; esac
 OUT=${OUT:-$BUILD/bench-peers/$RUN}
 IMAGE=$BUILD/tests/vm/guest
 WORK=$BUILD/tests/vm/work/bench-$RUN
@@ -198,6 +211,12 @@ case " $(sed -n 's/^systems="\([^"]*\)".*/\1/p' "$OUT/env.txt") " in
 esac
 if [ $JOBS = replay ]; then
 	NEED="$(echo $NEED | tr ' ' '\n' | grep '^replay_') $CEIL"
+elif [ "${JOBS#fio:}" != "$JOBS" ]; then
+	NEED= # only the jobs asked for: their rows, no headline figure asked
+	for j in $(echo ${JOBS#fio:} | tr ',' ' '); do
+		[ $j = flush ] || grep -Eq "^\| pmcache \| $j \| [0-9]" "$OUT/report.txt" ||
+			{ echo "run-peers: FAIL: no figures of pmcache's job $j"; exit 1; }
+	done
 elif [ -n "$CEILJOBS" ]; then
 	NEED="$NEED $CEIL pmcache_vs_ublkceiling_randread_warm pmcache_vs_ublkceiling_randwrite_qd32
 		pmcache_vs_ublkceiling_randwrite_qd1 pmcache_vs_ublkceiling_randread_warm_2j
@@ -212,9 +231,10 @@ for r in $NEED; do
 	esac
 	grep -Eq "^$r: [0-9.]+$" "$OUT/report.txt" || { echo "run-peers: FAIL: no figure $r"; exit 1; }
 done
-[ $JOBS = replay ] || grep -q '^| pmcache .* randwrite_qd32 ' "$OUT/report.txt" ||
+[ $JOBS != all ] || grep -q '^| pmcache .* randwrite_qd32 ' "$OUT/report.txt" ||
 	{ echo "run-peers: FAIL: no table"; exit 1; }
-grep -Eq '^\| pmcache \| pass 2 \| [0-9]' "$OUT/report.txt" || { echo "run-peers: FAIL: no replay table"; exit 1; }
+[ "${JOBS#fio:}" != "$JOBS" ] || grep -Eq '^\| pmcache \| pass 2 \| [0-9]' "$OUT/report.txt" ||
+	{ echo "run-peers: FAIL: no replay table"; exit 1; }
 
 if [ $PLOTS = 1 ]; then
 	if command -v gnuplot >/dev/null; then

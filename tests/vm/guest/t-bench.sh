@@ -63,6 +63,7 @@ SYSTEMS=$(echo "${4:-pmcache,ublkceiling,dmwritecache,bcache,rawnvme}" | tr ',' 
 # kmalloc; the cause is not established)
 REPLAY_SYSTEMS=$SYSTEMS
 [ $MODE = full ] && REPLAY_SYSTEMS=$(echo $SYSTEMS | tr ' ' '\n' | grep -vx ublkceiling | tr '\n' ' ')
+case ${6:-all} in fio:*) REPLAY_SYSTEMS= ;; esac
 # a full run over a delayed disk leaves out the ceiling: it has no disk, so
 # it measures the same as without the delay (the smoke run keeps it)
 [ "$DELAY" -gt 0 ] && [ $MODE != smoke ] &&
@@ -84,7 +85,9 @@ if [ "$DELAY" -gt 0 ]; then
 	dmsetup table slow
 fi
 NVMF=${5:-0}
-# JOBS: all, or replay (the replay job only); PMC_SETS: comma-separated
+# JOBS: all, replay (the replay job only), or fio:JOB,JOB... (only those
+# timed fio jobs, "flush" for the write-back test; the warm-up always; no
+# replay); PMC_SETS: comma-separated
 # KEY=JSON-VALUE settings pmcachectl-style applied to pmcache after each of
 # its set-ups (volume keys to vol0, writeback.* and other dotted keys to
 # the daemon), for runs that compare settings
@@ -93,12 +96,18 @@ PMC_SETS=${7:-}
 # PERF=1: each replay pass runs under perf record (all CPUs, cpu-clock: TCG
 # has no PMU, call graphs) when perf was handed in, its flat profile (and
 # for pmcache the inclusive one of its queue and write-back threads) to
-# SYSTEM/perf_passP.txt
+# SYSTEM/perf_passP.txt; in a run of a few fio jobs (fio:LIST) each of them
+# too, to SYSTEM/perf_JOB.txt
 PERF=${8:-0}
 # REPLAY_MIB: the replay's cache size instead of the mode's (MiB, at most
 # the NVDIMMs' size less 2 MiB of namespace alignment)
 REPLAY_MIB=${9:-}
-case $JOBS in all | replay) ;; *) bad "t-bench: jobs all or replay, not $JOBS"; exit 2 ;; esac
+case $JOBS in all | replay | fio:?*) ;; *) bad "t-bench: jobs all, replay or fio:LIST, not $JOBS"; exit 2 ;; esac
+# want_job NAME: NAME is among the jobs asked for
+want_job() {
+	case $JOBS in fio:*) case ,${JOBS#fio:}, in *,$1,*) return 0 ;; esac; return 1 ;; esac
+	return 0
+}
 NQN=nqn.2026-12.org.pmcache:bench
 if [ "$NVMF" = 1 ]; then
 	CFS=/sys/kernel/config/nvmet
@@ -154,6 +163,9 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	echo "fio=$(fio --version)"
 	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY nvmf_tcp=$NVMF"
 	echo "disk_write_cache=\"$(cat $(sysblk $D)/queue/write_cache 2>/dev/null)\""
+	# what one I/O may carry for the kernel to issue it whole
+	echo "disk_max_sectors_kb=$(cat $(sysblk $D)/queue/max_sectors_kb 2>/dev/null)" \
+		"disk_max_segments=$(cat $(sysblk $D)/queue/max_segments 2>/dev/null)"
 	# what run-peers.sh expects figures of
 	echo "systems=\"$(echo $SYSTEMS)\" replay_systems=\"$(echo $REPLAY_SYSTEMS)\""
 	echo "devdax=$DAX region=$DAXREG bytes=$PMC_VM_PMEM_BYTES"
@@ -161,16 +173,48 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 } | tee $OUT/env.txt
 
 # fio_job SYS NAME ARGS...: one fio run, JSON into OUT/SYS/NAME.json
+# perf_cmd: the perf record prefix of a profiled run (PERF=1), or nothing
+perf_cmd() {
+	[ "$PERF" = 1 ] && command -v perf >/dev/null &&
+		echo "perf record -q -a -g -e cpu-clock -F 500 -o /tmp/perf.data --"
+}
+# perf_report SYSTEM: the profiles of /tmp/perf.data (then removed)
+perf_report() {
+	_r="perf report -i /tmp/perf.data --stdio --no-children"
+	# flat lists: the data has call graphs (-g), these ask for none
+	echo "--- by command"
+	$_r --sort comm -g none 2>/dev/null | grep -v '^#' | grep . | head -n 12
+	echo "--- by command and object"
+	$_r --sort comm,dso -g none 2>/dev/null | grep -v '^#' | grep . | head -n 20
+	if [ $1 = pmcache ]; then
+		# inclusive: what each function costs with its callees
+		echo "--- inclusive, pmcached's queue threads"
+		$_r --children --comm ublk0-q0,ublk0-q1 --sort sym -g none 2>/dev/null |
+			grep -v '^#' | grep . | head -n 120
+		echo "--- inclusive, pmcached's write-back thread"
+		$_r --children --comm pmc-writeback --sort sym -g none 2>/dev/null |
+			grep -v '^#' | grep . | head -n 60
+	fi
+	echo "--- by command, object and symbol"
+	$_r --sort comm,dso,sym -g none 2>/dev/null | grep -v '^#' | grep . | head -n 300
+	rm -f /tmp/perf.data
+}
 fio_job() {
 	_s=$1 _n=$2
 	shift 2
+	case $_n in warm_* | flush_fill) ;; *) want_job $_n || return 0 ;; esac
 	echo "--- $_s $_n: $*"
-	fio --name="$_n" --filename="$DEV" --ioengine=io_uring --direct=1 --numjobs=1 \
+	# profiled only in a run of a few jobs (fio:LIST): a full run's jobs
+	# are timed, and perf's cost would be in their figures
+	_fperf=
+	case $JOBS,$_n in fio:*,warm_* | fio:*,flush_fill) ;; fio:*) _fperf=$(perf_cmd) ;; esac
+	$_fperf fio --name="$_n" --filename="$DEV" --ioengine=io_uring --direct=1 --numjobs=1 \
 		--lat_percentiles=1 --percentile_list=50:99:99.9 --output-format=json \
 		--output="$OUT/$_s/$_n.json" "$@" >/dev/null 2>$OUT/$_s/$_n.err ||
 		{ bad "$_s $_n: fio failed: $(tail -n 3 $OUT/$_s/$_n.err)"; return 1; }
 	awk -F: '/"iops"/ { gsub(/[ ,]/, "", $2); if ($2 + 0 > 0) printf "    iops %s\n", $2 }' \
 		"$OUT/$_s/$_n.json" | head -n 2
+	[ -z "$_fperf" ] || perf_report $_s >$OUT/$_s/perf_$_n.txt
 }
 timed() { # ARGS: fio time-based arguments
 	echo --time_based --runtime=$RT --ramp_time=$RAMP
@@ -338,7 +382,7 @@ for S in $SYSTEMS; do
 		--size=${WW}M $(timed) $(two_jobs)
 	fio_job $S seqwrite_1m --rw=write --bs=1M --iodepth=4 --offset=${OFF_SEQ}M --size=${SEQ}M $(timed)
 	[ $S = pmcache ] && pmc-vm-ctl $SOCK '{"cmd":"stats"}' >$OUT/pmcache/stats.json
-	if [ $S != rawnvme ] && [ $S != ublkceiling ]; then
+	if [ $S != rawnvme ] && [ $S != ublkceiling ] && want_job flush; then
 		# write-back of FL MiB of dirty 4K blocks, each written once.
 		# bcache's writeback thread pauses writeback_delay (30 s) after each
 		# pass over its index, and a flush would mostly measure that pause
@@ -360,6 +404,12 @@ done
 
 # --- the replay job: caches of RC MiB (both NVDIMMs get a namespace of
 # that size), the trace replayed twice on each system
+if [ -z "$REPLAY_SYSTEMS" ]; then
+	[ "$NVMF" = 1 ] && nvme disconnect -n $NQN >/dev/null
+	[ "$DELAY" -gt 0 ] && [ "$NVMF" != 1 ] && dmsetup remove slow
+	echo "=== done, no replay ($(up) s)"
+	exit $FAIL
+fi
 [ -n "$REPLAY_MIB" ] && RC=$REPLAY_MIB
 echo "=== replay: trace and caches of $RC MiB ($(up) s)"
 pmc-trace-gen $TRACE -o /tmp/trace.log 2>&1 | tee $OUT/trace.txt
@@ -419,37 +469,14 @@ for S in $REPLAY_SYSTEMS; do
 	: >$OUT/$S/replay.txt
 	for P in 1 2; do
 		t0=$(up)
-		_perf=
-		[ "$PERF" = 1 ] && command -v perf >/dev/null &&
-			_perf="perf record -q -a -g -e cpu-clock -F 500 -o /tmp/perf.data --"
+		_perf=$(perf_cmd)
 		$_perf fio --name=replay_pass$P --ioengine=io_uring --direct=1 --iodepth=32 \
 			--read_iolog=/tmp/trace.log --replay_redirect="$DEV" --replay_no_stall=1 \
 			--output-format=json --output=$OUT/$S/replay_pass$P.json \
 			>/dev/null 2>$OUT/$S/replay_pass$P.err ||
 			{ bad "$S replay pass $P: fio failed: $(tail -n 3 $OUT/$S/replay_pass$P.err)"; break; }
 		t1=$(up)
-		if [ -n "$_perf" ]; then
-			{
-				_r="perf report -i /tmp/perf.data --stdio --no-children"
-				# flat lists: the data has call graphs (-g), these ask for none
-				echo "--- by command"
-				$_r --sort comm -g none 2>/dev/null | grep -v '^#' | grep . | head -n 12
-				echo "--- by command and object"
-				$_r --sort comm,dso -g none 2>/dev/null | grep -v '^#' | grep . | head -n 20
-				if [ $S = pmcache ]; then
-					# inclusive: what each function costs with its callees
-					echo "--- inclusive, pmcached's queue threads"
-					$_r --children --comm ublk0-q0,ublk0-q1 --sort sym -g none 2>/dev/null |
-						grep -v '^#' | grep . | head -n 120
-					echo "--- inclusive, pmcached's write-back thread"
-					$_r --children --comm pmc-writeback --sort sym -g none 2>/dev/null |
-						grep -v '^#' | grep . | head -n 60
-				fi
-				echo "--- by command, object and symbol"
-				$_r --sort comm,dso,sym -g none 2>/dev/null | grep -v '^#' | grep . | head -n 300
-			} >$OUT/$S/perf_pass$P.txt
-			rm -f /tmp/perf.data
-		fi
+		[ -n "$_perf" ] && perf_report $S >$OUT/$S/perf_pass$P.txt
 		# bcache folds its hit counters into stats_total on a timer (every
 		# 300/22 s), so they are read once it has run
 		[ $S = bcache ] && sleep 15
