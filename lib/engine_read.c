@@ -319,7 +319,11 @@ void pmc_eng_start_read(struct pmc_req_ctx *x)
 	 * fills, ORDERING.md) */
 	if (!bypass)
 		bypass = !pmc_eng_fills_allowed(v) || pmc_eng_around_overlap(e, req->vol, x->lba, x->n);
-	/* runs of misses: admitted blocks read into pmem, others into buf */
+	/* runs of misses: admitted blocks read into pmem, others into buf.
+	 * Once a fill finds no block, the rest of the request is not
+	 * admitted: a hand that found no cold block within its short look
+	 * may find one a block later, and a run of misses cut at every
+	 * change would reach the disk in as many reads */
 	for (i = 0; i <= x->n; i++) {
 		int miss = i < x->n && x->blk[i] == NO_BLK;
 		int adm = 0;
@@ -330,6 +334,8 @@ void pmc_eng_start_read(struct pmc_req_ctx *x)
 			if (pmc_cache_alloc(e->c, PMC_ALLOC_FILL, &blk) == 0) {
 				x->blk[i] = blk;
 				adm = 1;
+			} else {
+				bypass = 1;
 			}
 		}
 		if (miss && adm)

@@ -16,6 +16,11 @@
  *             error, and the other parts are reaped (the queue goes idle)
  *   short     one part comes back short: the whole read is issued again
  *             and returns the disk's data
+ *   pieces    (no limits, a small cache full of dirty blocks and a few
+ *             referenced clean ones) a 32-block read miss that can admit
+ *             some of its blocks: its misses reach the disk in at most two
+ *             reads (an admitted part, then the rest), not cut wherever a
+ *             fill's short look at the cache found a block or did not
  * Usage: engine_split [--seed S]
  */
 #include <errno.h>
@@ -111,6 +116,65 @@ static int check_parts(const char *what, struct pmc_queue *q, const struct pmc_r
 		return 1;
 	}
 	return 0;
+}
+
+/* pieces: the disk reads of one read miss, over a cache of PC_BLOCKS
+ * whose every 16th block is clean and referenced, the rest dirty */
+#define PC_BLOCKS 256u
+static int pieces(void)
+{
+	struct et t = {0};
+	struct et_vol v = {.name = "pieces", .tag = 13, .nblocks = 4096};
+	struct pmc_volume_conf vc;
+	struct pmc_vol_stats st;
+	struct pmc_queue *q;
+	char *buf = et_alloc((size_t)32 * BS);
+	unsigned reads;
+	int fails = 0;
+
+	et_path(t.pmem_path, sizeof(t.pmem_path), "pmem-pieces");
+	et_path(v.path, sizeof(v.path), "disk-pieces");
+	et_disk_create(v.path, v.tag, v.nblocks);
+	t.pmem_size = et_pmem_size(PC_BLOCKS);
+	pmc_wb_conf_default(&t.wb);
+	t.wb.high_pct = 100; /* the dirty blocks stay */
+	t.wb.low_pct = 100;
+	t.wb.max_age_ms = UINT64_MAX / 2000000;
+	et_open(&t, 1);
+	pmc_volume_conf_default(&vc);
+	et_attach(&t, &v, &vc, &split_ops, NULL);
+	q = et_queue(t.e, 8);
+	g_lim = g_segs = 0;
+	/* the cache's blocks in order: a fill every 16th, writes between */
+	for (unsigned i = 0; i < t.nr_blocks; i++) {
+		if (i % 16 == 0) {
+			T_EQ(et_io(t.e, q, NULL, PMC_REQ_READ, v.vol, 1024 + i, 1, buf, 0), 0);
+		} else {
+			et_fill(buf, v.tag, i, 1);
+			T_EQ(et_io(t.e, q, NULL, PMC_REQ_WRITE, v.vol, i, 1, buf, 0), 0);
+		}
+	}
+	/* the clean ones read again: referenced */
+	for (unsigned i = 0; i < t.nr_blocks; i += 16)
+		T_EQ(et_io(t.e, q, NULL, PMC_REQ_READ, v.vol, 1024 + i, 1, buf, 0), 0);
+	et_stats(t.e, v.vol, &st);
+	printf("pieces: %" PRIu64 " cache blocks, %" PRIu64 " dirty\n", t.nr_blocks,
+	       st.dirty_blocks);
+	g_parts_seen = 0;
+	T_EQ(et_io(t.e, q, NULL, PMC_REQ_READ, v.vol, 2048, 32, buf, 0), 0);
+	reads = g_parts_seen;
+	fails += check_blocks("pieces", buf, &v, 2048, 32, 0);
+	et_stats(t.e, v.vol, &st);
+	printf("pieces: a 32-block read miss made %u disk reads (%" PRIu64 " blocks admitted "
+	       "in all, %" PRIu64 " not)\n", reads, st.admit_blocks, st.bypass_blocks);
+	if (reads > 2) {
+		printf("FAIL: pieces: the misses of one run reached the disk in %u reads\n", reads);
+		fails++;
+	}
+	pmc_queue_destroy(q);
+	et_close(&t, 0);
+	free(buf);
+	return fails;
 }
 
 int main(int argc, char **argv)
@@ -238,6 +302,7 @@ int main(int argc, char **argv)
 	et_close(&t, 0);
 	free(buf);
 	free(blk);
+	fails += pieces();
 	if (fails)
 		printf("FAIL: %d checks failed\n", fails);
 	return et_exit("engine_split", seed) || fails ? 1 : 0;
