@@ -33,14 +33,20 @@ const struct pmc_disk_ops pmc_disk_default_ops = {
 	.submit = default_submit,
 };
 
-/* a number in the block device rdev's queue/NAME in sysfs, or 0 */
+/* the path of the block device rdev's queue/NAME in sysfs */
+static void queue_path(char *p, size_t len, dev_t rdev, const char *name)
+{
+	snprintf(p, len, "/sys/dev/block/%u:%u/queue/%s", major(rdev), minor(rdev), name);
+}
+
+/* a number in the block device rdev's queue/NAME, or 0 */
 static unsigned long long queue_attr(dev_t rdev, const char *name)
 {
 	char p[128];
 	unsigned long long v = 0;
 	FILE *f;
 
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/queue/%s", major(rdev), minor(rdev), name);
+	queue_path(p, sizeof(p), rdev, name);
 	f = fopen(p, "re");
 	if (!f)
 		return 0;
@@ -74,8 +80,7 @@ static void watch_locked(struct pmc_disk *d, dev_t rdev)
 		close(d->wc_fd);
 	d->wc_fd = 0;
 	d->wc_rdev = rdev;
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/queue/write_cache", major(rdev),
-		 minor(rdev));
+	queue_path(p, sizeof(p), rdev, "write_cache");
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;

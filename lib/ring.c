@@ -267,6 +267,28 @@ static int fixed_index(struct pmc_ring *r, const char *p, uint64_t len)
 	return (int)(off / FIXED_CHUNK);
 }
 
+/* a read or write of io: len bytes at buf through fixed buffer idx (>= 0),
+ * else the cnt segments at iov, else (iov NULL) len bytes at buf */
+static void prep_rw(struct io_uring_sqe *sqe, const struct pmc_io *io, char *buf, uint64_t len,
+		    struct iovec *iov, int cnt, uint64_t off, int idx)
+{
+	int fd = io->disk->fd, rd = io->op == PMC_IO_READ;
+
+	if (idx >= 0 && rd)
+		io_uring_prep_read_fixed(sqe, fd, buf, (unsigned)len, off, idx);
+	else if (idx >= 0)
+		io_uring_prep_write_fixed(sqe, fd, buf, (unsigned)len, off, idx);
+	else if (iov && rd)
+		io_uring_prep_readv(sqe, fd, iov, (unsigned)cnt, off);
+	else if (iov)
+		io_uring_prep_writev(sqe, fd, iov, (unsigned)cnt, off);
+	else if (rd)
+		io_uring_prep_read(sqe, fd, buf, (unsigned)len, off);
+	else
+		io_uring_prep_write(sqe, fd, buf, (unsigned)len, off);
+	sqe->rw_flags = io->rw_flags;
+}
+
 static void prep(struct pmc_ring *r, struct io_uring_sqe *sqe, struct pmc_io *io)
 {
 	int fd = io->disk->fd, idx;
@@ -278,16 +300,7 @@ static void prep(struct pmc_ring *r, struct io_uring_sqe *sqe, struct pmc_io *io
 		span = iov_span(io);
 		idx = span ? fixed_index(r, io->iov->iov_base, span) : -1;
 		r->fixed_ios += idx >= 0;
-		if (idx >= 0 && io->op == PMC_IO_READ)
-			io_uring_prep_read_fixed(sqe, fd, io->iov->iov_base, (unsigned)span, off, idx);
-		else if (idx >= 0)
-			io_uring_prep_write_fixed(sqe, fd, io->iov->iov_base, (unsigned)span, off,
-						  idx);
-		else if (io->op == PMC_IO_READ)
-			io_uring_prep_readv(sqe, fd, io->iov, (unsigned)io->iovcnt, off);
-		else
-			io_uring_prep_writev(sqe, fd, io->iov, (unsigned)io->iovcnt, off);
-		sqe->rw_flags = io->rw_flags;
+		prep_rw(sqe, io, io->iov->iov_base, span, io->iov, io->iovcnt, off, idx);
 		break;
 	case PMC_IO_FSYNC:
 		io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
@@ -346,25 +359,13 @@ static uint64_t part_max(const struct pmc_disk *d, unsigned *segs)
 	return b & ~4095ull;
 }
 
+/* one part of io; the ring has room for it (submit_parts) */
 static void prep_part(struct pmc_ring *r, struct pmc_io *io, char *buf, uint64_t len,
 		      struct iovec *iov, int cnt, uint64_t off, int idx)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring); /* room checked */
-	int fd = io->disk->fd, rd = io->op == PMC_IO_READ;
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
 
-	if (idx >= 0 && rd)
-		io_uring_prep_read_fixed(sqe, fd, buf, (unsigned)len, off, idx);
-	else if (idx >= 0)
-		io_uring_prep_write_fixed(sqe, fd, buf, (unsigned)len, off, idx);
-	else if (iov && rd)
-		io_uring_prep_readv(sqe, fd, iov, (unsigned)cnt, off);
-	else if (iov)
-		io_uring_prep_writev(sqe, fd, iov, (unsigned)cnt, off);
-	else if (rd)
-		io_uring_prep_read(sqe, fd, buf, (unsigned)len, off);
-	else
-		io_uring_prep_write(sqe, fd, buf, (unsigned)len, off);
-	sqe->rw_flags = io->rw_flags;
+	prep_rw(sqe, io, buf, len, iov, cnt, off, idx);
 	io_uring_sqe_set_data(sqe, io);
 }
 

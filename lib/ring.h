@@ -5,6 +5,11 @@
  * from that thread. At most `depth` I/Os are in flight; more wait in a FIFO
  * backlog. Short transfers are continued and -EAGAIN is retried, so a
  * completion callback sees either the whole length or a negative errno.
+ * Completions are delivered only from pmc_ring_poll(), never from inside
+ * a submit call. Submitting only prepares SQEs: the next pmc_ring_poll()
+ * (or pmc_ring_flush()) hands everything prepared to the kernel in one
+ * io_uring_enter, which also waits for completions when the poll may wait.
+ * A caller that stops polling with work prepared must pmc_ring_flush().
  *
  * A read or write larger than its disk takes whole (pmc_disk.max_bytes,
  * max_segs: a block device's queue limits) goes to the kernel as several
@@ -16,11 +21,6 @@
  * part's error; a part that came back short has the whole I/O issued
  * again, a part that moved nothing fails it with -EIO. A disk's
  * ops->complete sees each part's raw completion.
- * Completions are delivered only from pmc_ring_poll(), never from inside
- * a submit call. Submitting only prepares SQEs: the next pmc_ring_poll()
- * (or pmc_ring_flush()) hands everything prepared to the kernel in one
- * io_uring_enter, which also waits for completions when the poll may wait.
- * A caller that stops polling with work prepared must pmc_ring_flush().
  *
  * Where the kernel allows long-term pins of the pmem mapping (devdax,
  * shmem), the ring registers it as fixed buffers and single-segment

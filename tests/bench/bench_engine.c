@@ -453,7 +453,6 @@ static int child_wbtime(uint64_t size, struct eng_result *r)
 	struct pmc_vol_stats st;
 	struct eng_env v;
 	uint64_t n = WBT_DIRTY / BLK, *offs = malloc(n * sizeof(*offs)), stride, bytes, t0;
-	double med[BENCH_WBT_ROUNDS];
 	char *bufs = aligned_alloc(4096, (size_t)DEPTH * REQ_BYTES);
 	int rc;
 
@@ -475,7 +474,7 @@ static int child_wbtime(uint64_t size, struct eng_result *r)
 		return efail(r, ENOSPC, "the cache is smaller than 64 MiB", NULL);
 	/* rounds: one write-back alone is at the mercy of the machine (single
 	 * samples of 0.1-0.3 s spread 2x from run to run); the figure is the
-	 * median round */
+	 * median round (bench_writeback_time) */
 	for (unsigned k = 0; k < BENCH_WBT_ROUNDS; k++) {
 		/* one block in each of n equal stretches of the volume, at a
 		 * random place: other blocks each round */
@@ -490,8 +489,6 @@ static int child_wbtime(uint64_t size, struct eng_result *r)
 		if (rc)
 			return efail(r, -rc, "write-back", &err);
 	}
-	memcpy(med, r->wbt_s, sizeof(med));
-	r->wb_s = bench_median(med, BENCH_WBT_ROUNDS);
 	pmc_engine_stats(v.e, v.vol, &st);
 	r->wb_blocks = st.wb_blocks;
 	r->wb_ios = st.wb_ios;
@@ -547,8 +544,8 @@ int bench_writeback_time(const char *dir, uint64_t size, double *secs, double *r
 		snprintf(msg, msg_len, "%s", r.msg);
 		return r.rc ? r.rc : -EIO;
 	}
-	*secs = r.wb_s;
 	memcpy(round_s, r.wbt_s, sizeof(r.wbt_s));
+	*secs = bench_median(r.wbt_s, BENCH_WBT_ROUNDS); /* sorts r's copy */
 	*blocks = r.wb_blocks;
 	*ios = r.wb_ios;
 	return 0;
