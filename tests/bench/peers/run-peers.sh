@@ -137,7 +137,8 @@ RUN=$MODE
 [ "$DELAY" -gt 0 ] && RUN=$MODE-delay$DELAY
 [ "$NVMF" = 1 ] && RUN=$RUN-nvmf
 [ $JOBS = replay ] && RUN=$RUN-replay
-case $JOBS in fio:*) RUN=$RUN-jobs ;; esac
+ONLY= # --jobs: the fio jobs asked for
+case $JOBS in fio:*) ONLY=${JOBS#fio:} RUN=$RUN-jobs ;; esac
 OUT=${OUT:-$BUILD/bench-peers/$RUN}
 IMAGE=$BUILD/tests/vm/guest
 WORK=$BUILD/tests/vm/work/bench-$RUN
@@ -211,9 +212,9 @@ case " $(sed -n 's/^systems="\([^"]*\)".*/\1/p' "$OUT/env.txt") " in
 esac
 if [ $JOBS = replay ]; then
 	NEED="$(echo $NEED | tr ' ' '\n' | grep '^replay_') $CEIL"
-elif [ "${JOBS#fio:}" != "$JOBS" ]; then
+elif [ -n "$ONLY" ]; then
 	NEED= # only the jobs asked for: their rows, no headline figure asked
-	for j in $(echo ${JOBS#fio:} | tr ',' ' '); do
+	for j in $(echo $ONLY | tr ',' ' '); do
 		[ $j = flush ] || grep -Eq "^\| pmcache \| $j \| [0-9]" "$OUT/report.txt" ||
 			{ echo "run-peers: FAIL: no figures of pmcache's job $j"; exit 1; }
 	done
@@ -233,7 +234,7 @@ for r in $NEED; do
 done
 [ $JOBS != all ] || grep -q '^| pmcache .* randwrite_qd32 ' "$OUT/report.txt" ||
 	{ echo "run-peers: FAIL: no table"; exit 1; }
-[ "${JOBS#fio:}" != "$JOBS" ] || grep -Eq '^\| pmcache \| pass 2 \| [0-9]' "$OUT/report.txt" ||
+[ -n "$ONLY" ] || grep -Eq '^\| pmcache \| pass 2 \| [0-9]' "$OUT/report.txt" ||
 	{ echo "run-peers: FAIL: no replay table"; exit 1; }
 
 if [ $PLOTS = 1 ]; then

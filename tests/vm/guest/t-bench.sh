@@ -63,7 +63,6 @@ SYSTEMS=$(echo "${4:-pmcache,ublkceiling,dmwritecache,bcache,rawnvme}" | tr ',' 
 # kmalloc; the cause is not established)
 REPLAY_SYSTEMS=$SYSTEMS
 [ $MODE = full ] && REPLAY_SYSTEMS=$(echo $SYSTEMS | tr ' ' '\n' | grep -vx ublkceiling | tr '\n' ' ')
-case ${6:-all} in fio:*) REPLAY_SYSTEMS= ;; esac
 # a full run over a delayed disk leaves out the ceiling: it has no disk, so
 # it measures the same as without the delay (the smoke run keeps it)
 [ "$DELAY" -gt 0 ] && [ $MODE != smoke ] &&
@@ -103,6 +102,14 @@ PERF=${8:-0}
 # the NVDIMMs' size less 2 MiB of namespace alignment)
 REPLAY_MIB=${9:-}
 case $JOBS in all | replay | fio:?*) ;; *) bad "t-bench: jobs all, replay or fio:LIST, not $JOBS"; exit 2 ;; esac
+case $JOBS in fio:*) REPLAY_SYSTEMS= ;; esac
+# finish [WHY]: the disk's set-up undone, the guest's exit status
+finish() {
+	[ "$NVMF" = 1 ] && nvme disconnect -n $NQN >/dev/null
+	[ "$DELAY" -gt 0 ] && [ "$NVMF" != 1 ] && dmsetup remove slow
+	echo "=== done${1:+, $1} ($(up) s)"
+	exit $FAIL
+}
 # want_job NAME: NAME is among the jobs asked for
 want_job() {
 	case $JOBS in fio:*) case ,${JOBS#fio:}, in *,$1,*) return 0 ;; esac; return 1 ;; esac
@@ -172,7 +179,6 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	echo "peer_pmem=$PMEM region=$PREG bytes=$(blockdev --getsize64 $PMEM)"
 } | tee $OUT/env.txt
 
-# fio_job SYS NAME ARGS...: one fio run, JSON into OUT/SYS/NAME.json
 # perf_cmd: the perf record prefix of a profiled run (PERF=1), or nothing
 perf_cmd() {
 	[ "$PERF" = 1 ] && command -v perf >/dev/null &&
@@ -199,15 +205,20 @@ perf_report() {
 	$_r --sort comm,dso,sym -g none 2>/dev/null | grep -v '^#' | grep . | head -n 300
 	rm -f /tmp/perf.data
 }
+# fio_job SYS NAME ARGS...: one fio run, JSON into OUT/SYS/NAME.json
 fio_job() {
-	_s=$1 _n=$2
+	_s=$1 _n=$2 _fperf=
 	shift 2
-	case $_n in warm_* | flush_fill) ;; *) want_job $_n || return 0 ;; esac
+	# the warm-up and the flush test's fill always run; a job of a run of
+	# a few (fio:LIST) is profiled too (a full run's jobs are timed, and
+	# perf's cost would be in their figures)
+	case $_n in
+	warm_* | flush_fill) ;;
+	*)
+		want_job $_n || return 0
+		case $JOBS in fio:*) _fperf=$(perf_cmd) ;; esac ;;
+	esac
 	echo "--- $_s $_n: $*"
-	# profiled only in a run of a few jobs (fio:LIST): a full run's jobs
-	# are timed, and perf's cost would be in their figures
-	_fperf=
-	case $JOBS,$_n in fio:*,warm_* | fio:*,flush_fill) ;; fio:*) _fperf=$(perf_cmd) ;; esac
 	$_fperf fio --name="$_n" --filename="$DEV" --ioengine=io_uring --direct=1 --numjobs=1 \
 		--lat_percentiles=1 --percentile_list=50:99:99.9 --output-format=json \
 		--output="$OUT/$_s/$_n.json" "$@" >/dev/null 2>$OUT/$_s/$_n.err ||
@@ -404,12 +415,7 @@ done
 
 # --- the replay job: caches of RC MiB (both NVDIMMs get a namespace of
 # that size), the trace replayed twice on each system
-if [ -z "$REPLAY_SYSTEMS" ]; then
-	[ "$NVMF" = 1 ] && nvme disconnect -n $NQN >/dev/null
-	[ "$DELAY" -gt 0 ] && [ "$NVMF" != 1 ] && dmsetup remove slow
-	echo "=== done, no replay ($(up) s)"
-	exit $FAIL
-fi
+[ -z "$REPLAY_SYSTEMS" ] && finish "no replay"
 [ -n "$REPLAY_MIB" ] && RC=$REPLAY_MIB
 echo "=== replay: trace and caches of $RC MiB ($(up) s)"
 pmc-trace-gen $TRACE -o /tmp/trace.log 2>&1 | tee $OUT/trace.txt
@@ -487,7 +493,4 @@ for S in $REPLAY_SYSTEMS; do
 	echo "dirty after the replay: $(dirty_of $S)"
 	teardown $S
 done
-[ "$NVMF" = 1 ] && nvme disconnect -n $NQN >/dev/null
-[ "$DELAY" -gt 0 ] && [ "$NVMF" != 1 ] && dmsetup remove slow
-echo "=== done ($(up) s)"
-exit $FAIL
+finish
