@@ -203,7 +203,7 @@ def disk_traffic(out, system, p):
         d = [y - x for x, y in zip(a, b)]
         # /sys/block/DEV/stat: reads, merges, sectors, ms; writes, merges,
         # sectors, ms; in flight, io ms, queue ms; discards (4); flushes, ms
-        fl, flms = (d[14], d[15]) if len(d) >= 16 else (0, 0)
+        fl, flms = (d[15], d[16]) if len(d) >= 17 else (0, 0)
         res[dev] = (d[0], d[2] / 2048, d[3] / d[0] if d[0] else 0.0,
                     d[4], d[6] / 2048, d[7] / d[4] if d[4] else 0.0,
                     fl, flms / fl if fl else 0.0)
