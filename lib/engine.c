@@ -184,6 +184,7 @@ void pmc_engine_destroy(struct pmc_engine *e)
 {
 	if (!e)
 		return;
+	pmc_eng_wb_drop_open(e);
 	pmc_eng_state_mark_clean(e);
 	for (uint32_t i = 0; i < e->nvols; i++)
 		if (e->vols[i].disk) {
@@ -1067,8 +1068,11 @@ int pmc_queue_poll(struct pmc_queue *q, int wait, uint64_t timeout_ns)
 
 	q->in_poll = 1;
 	for (;;) {
-		if (q->held)
+		if (q->held) {
 			pmc_eng_retry_held(q);
+			if (atomic_load(&q->e->wb_seal_asked))
+				pmc_eng_wb_seal_asked(q->e, q);
+		}
 		if (q->waiting) {
 			/* writes wait for free blocks: make sure write-back runs */
 			pmc_engine_writeback_step(q->e, q);

@@ -33,6 +33,9 @@
 #define WB_SCAN 4096u		/* descriptors (or dirty-map bits) looked at per write-back step */
 #define WB_REBUILD 16384u	/* descriptors the dirty-map rebuild reads per write-back step */
 #define WB_BACKOFF_MAX_MS 60000u
+#define WB_ROUND_NS (20 * 1000000ull) /* a write-back round takes writes this long at most */
+#define WB_ROUND_BYTES (16u << 20)    /* ... and this much data */
+#define WB_HELD_BYTES (64u << 20)     /* written back, waiting for a sync: at most */
 #define NO_BLK UINT64_MAX
 #define HIT_BLK (UINT64_MAX - 1) /* read: served from pmem already */
 #define UCOPY_HIT (1ull << 62)	 /* read, user copy: pinned hit not yet sent */
@@ -80,6 +83,7 @@ struct pmc_evol {
 	 * (of a write or a sync) of a retry; the other writes of that retry
 	 * fail without growing the back-off */
 	uint32_t wb_fail_round;
+	struct wb_round *wb_open; /* write-back: the round taking writes (wb_lock) */
 	/* flush generations (ORDERING.md): plain disk writes and discards
 	 * completed, and the value of wr_done when the newest finished sync
 	 * was issued; wr_synced < wr_done: not known durable */
@@ -112,19 +116,22 @@ struct wb_io {
 };
 
 /*
- * The writes one write-back step started for one volume, and the sync
- * (PMC_IO_FSYNC, fdatasync through the disk's ops) issued once all of
- * them completed; the blocks of the writes that succeeded are marked
- * clean when the sync succeeded. Under wb_lock; on the queue that runs
- * the step (its writes and sync complete there).
+ * Write-back writes of one volume, started by one or more steps within
+ * WB_ROUND_NS, and the sync (PMC_IO_FSYNC, fdatasync through the disk's
+ * ops) issued once the round is sealed and all of them completed; the
+ * blocks of the writes that succeeded are marked clean when the sync
+ * succeeded. Under wb_lock. The sync runs on the queue that issues it
+ * (the sealing step's, or the one the last write completed on).
  */
 struct wb_round {
 	struct pmc_io io;	/* the sync */
 	struct pmc_engine *e;
-	struct pmc_queue *q;
+	struct pmc_queue *q;	/* where the sync runs (set when it is issued) */
 	uint32_t vol;
-	int sealed;		/* the step submitted every write it will */
+	int sealed;		/* takes no more writes */
 	unsigned writes;	/* writes in flight */
+	uint64_t open_ns;	/* when its first write was started */
+	uint64_t bytes;		/* of the writes started */
 	struct wb_io *done;	/* writes completed without error */
 	uint64_t gen;		/* the volume's wr_done when the sync was issued */
 	uint32_t fail_round;	/* the volume's wb_fail_round when the round began */
@@ -161,6 +168,7 @@ struct pmc_engine {
 	 * end up with the older data under a block marked clean */
 	pthread_mutex_t dw_lock;
 	struct wb_io *wb_flying;
+	atomic_int wb_seal_asked; /* a held disk write waits for write-back: seal its rounds */
 	struct pmc_req_ctx *around_flying; /* write-around and discard requests */
 	struct pmc_req_ctx *fg_flying;	   /* requests with disk writes held or in flight */
 	uint64_t dw_seq;		   /* order of foreground disk writes (dw_lock) */
@@ -169,6 +177,7 @@ struct pmc_engine {
 	int wb_active;		/* between the watermarks */
 	unsigned wb_inflight;	/* write-back writes in flight */
 	unsigned wb_held;	/* ... completed, waiting for their round's sync */
+	uint64_t wb_held_bytes;	/* ... their data */
 	uint32_t wb_force_vol;	/* flush_all: UINT32_MAX all, NONE none */
 	int wb_force;
 	uint64_t *wb_oldest;	/* [max_volumes] oldest birth in the current sweep */
@@ -317,6 +326,8 @@ void pmc_eng_publish_deferred(struct pmc_queue *q);
 
 /* engine_wb.c */
 int pmc_eng_wb_claim(struct pmc_engine *e, struct wb_io *w);
+void pmc_eng_wb_drop_open(struct pmc_engine *e);
+void pmc_eng_wb_seal_asked(struct pmc_engine *e, struct pmc_queue *q);
 
 /* the time of the current loop iteration: read once per poll by the ring,
  * or now when called outside a poll (a request submitted from outside) */

@@ -169,8 +169,12 @@ static int must_hold(struct pmc_queue *q, struct pmc_io *io)
 	if (!e->c)
 		return 0;
 	pthread_mutex_lock(&e->dw_lock);
-	r = pmc_eng_wb_overlap_locked(e, x->req->vol, lba, n) ||
-	    fg_older_locked(e, x->req->vol, lba, n, x->ioseq[io - x->io]);
+	r = pmc_eng_wb_overlap_locked(e, x->req->vol, lba, n);
+	if (r)
+		/* that write may wait in an open round: have it synced now
+		 * (pmc_queue_poll), not when write-back next gets to it */
+		atomic_store(&e->wb_seal_asked, 1);
+	r = r || fg_older_locked(e, x->req->vol, lba, n, x->ioseq[io - x->io]);
 	pthread_mutex_unlock(&e->dw_lock);
 	return r;
 }

@@ -29,12 +29,18 @@
  * than the writes. The map's cursor only moves forward, so no window of
  * blocks that foreground writes keep dirtying can hold it.
  *
- * Durability (lib/ORDERING.md): the writes one step starts for a volume are
- * a round. They are plain writes (no RWF_DSYNC); once every write of the
- * round completed, one sync (PMC_IO_FSYNC: fdatasync through the disk's
- * ops) is issued, and only when it succeeded are the blocks of the writes
- * that succeeded marked clean (pmc_cache_mark_clean_n: one persist barrier
- * per batch of 64 blocks), as dm-writecache does. A failed write leaves
+ * Durability (lib/ORDERING.md): a volume's write-back writes are grouped
+ * in rounds. They are plain writes (no RWF_DSYNC); once a round is sealed
+ * and every write of it completed, one sync (PMC_IO_FSYNC: fdatasync
+ * through the disk's ops) is issued, and only when it succeeded are the
+ * blocks of the writes that succeeded marked clean (pmc_cache_mark_clean_n:
+ * one persist barrier per batch of 64 blocks), as dm-writecache does. A
+ * round stays open across steps while write-back has more to start than
+ * the in-flight limit lets it (busy write-back starts a write or two per
+ * step), for WB_ROUND_NS and WB_ROUND_BYTES at most: on a disk with a
+ * volatile cache every sync is a cache flush, and one per step made
+ * write-back wait for a flush per two or three writes. A step that took
+ * every candidate seals the open rounds (nothing more is coming). A failed write leaves
  * its blocks dirty; a failed sync leaves every block of the round dirty. Either sets
  * the volume's sticky error and backs the volume off (doubling once per
  * failed retry however many of its writes fail, up to 60 s; a flush
@@ -76,7 +82,7 @@ static struct wb_io *wb_get(struct pmc_engine *e)
 }
 
 /* wb_lock held */
-static struct wb_round *round_get(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol)
+static struct wb_round *round_get(struct pmc_engine *e, uint32_t vol, uint64_t now)
 {
 	struct wb_round *r = e->wb_round_free;
 
@@ -86,8 +92,8 @@ static struct wb_round *round_get(struct pmc_engine *e, struct pmc_queue *q, uin
 		return NULL;
 	memset(r, 0, sizeof(*r));
 	r->e = e;
-	r->q = q;
 	r->vol = vol;
+	r->open_ns = now;
 	r->fail_round = e->vols[vol].wb_fail_round;
 	return r;
 }
@@ -179,9 +185,10 @@ static void round_synced(struct pmc_io *io, int res)
 			STAT_ADD(st, wb_bytes, (uint64_t)w->n * e->bs);
 			STAT_ADD(st, wb_merged_blocks, w->n - 1);
 		}
-		pmc_eng_stat_lat(w->q, st, PMC_LAT_WRITEBACK, w->start_ns);
-		wb_release(e, w);
+		pmc_eng_stat_lat(r->q, st, PMC_LAT_WRITEBACK, w->start_ns);
 		e->wb_held--;
+		e->wb_held_bytes -= (uint64_t)w->n * e->bs;
+		wb_release(e, w);
 	}
 	if (res == 0) {
 		atomic_store(&v->backoff_ms, 0);
@@ -221,8 +228,9 @@ static void wb_done(struct pmc_io *io, int res)
 {
 	struct wb_io *w = (struct wb_io *)io;
 	struct pmc_engine *e = w->e;
+	struct pmc_queue *q = w->q; /* alive: this completion runs on it */
 	struct wb_round *r = w->round, *sync = NULL;
-	struct pmc_vol_stats *st = &w->q->stats[w->vol];
+	struct pmc_vol_stats *st = &q->stats[w->vol];
 
 	/* a source the kernel could not read: quarantined, not a disk error */
 	if (res < 0 && pmc_eng_write_poisoned(e, w->vol, w->lba, w->blk, w->n))
@@ -236,16 +244,17 @@ static void wb_done(struct pmc_io *io, int res)
 		w->next = r->done;
 		r->done = w;
 		e->wb_held++;
+		e->wb_held_bytes += (uint64_t)w->n * e->bs;
 	} else {
 		/* poisoned source (res > 0): nothing marked clean, the rest is
 		 * written back again; no disk error, no back-off */
 		if (res < 0)
 			wb_failed(e, st, r, res, "write-back", io->epoch);
-		pmc_eng_stat_lat(w->q, st, PMC_LAT_WRITEBACK, w->start_ns);
+		pmc_eng_stat_lat(q, st, PMC_LAT_WRITEBACK, w->start_ns);
 		wb_release(e, w);
 	}
-	if (r->sealed && r->writes == 0)
-		sync = round_close(e, r);
+	if (r->sealed && r->writes == 0 && (sync = round_close(e, r)))
+		sync->q = q;
 	pthread_mutex_unlock(&e->wb_lock);
 	if (sync)
 		pmc_eng_submit(sync->q, sync->vol, &sync->io);
@@ -562,6 +571,7 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_round
 	w->start_ns = pmc_eng_queue_now(q);
 	w->round = r;
 	r->writes++;
+	r->bytes += io->len;
 	e->wb_inflight++;
 	pmc_eng_submit(q, w->vol, io);
 }
@@ -593,12 +603,51 @@ static void wb_finish_drains(struct pmc_engine *e)
 	}
 }
 
-/* the step submitted every write of r it will; wb_lock held */
-static void round_seal(struct pmc_engine *e, struct wb_round *r)
+/* r takes no more writes: its sync is issued (on q if none of its writes
+ * is in flight) once they completed; wb_lock held */
+static void round_seal(struct pmc_engine *e, struct pmc_queue *q, struct wb_round *r)
 {
+	struct pmc_evol *v = &e->vols[r->vol];
+
+	if (v->wb_open == r)
+		v->wb_open = NULL;
 	r->sealed = 1;
-	if (r->writes == 0 && round_close(e, r))
-		pmc_eng_submit(r->q, r->vol, &r->io);
+	if (r->writes == 0 && round_close(e, r)) {
+		r->q = q;
+		pmc_eng_submit(q, r->vol, &r->io);
+	}
+}
+
+/* the round that vol's next write joins: the open one, unless it is full;
+ * NULL when out of memory; wb_lock held */
+static struct wb_round *round_for(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol,
+				  uint64_t now)
+{
+	struct pmc_evol *v = &e->vols[vol];
+
+	if (v->wb_open && v->wb_open->bytes >= WB_ROUND_BYTES)
+		round_seal(e, q, v->wb_open);
+	if (!v->wb_open)
+		v->wb_open = round_get(e, vol, now);
+	return v->wb_open;
+}
+
+/*
+ * Seal the open rounds: all of them, or those that took writes for
+ * WB_ROUND_NS or WB_ROUND_BYTES. A round stays open across steps while
+ * write-back has more to start (the in-flight limit stopped the step), so
+ * that one sync covers the writes of many steps: on a disk with a
+ * volatile cache each sync is a cache flush. wb_lock held.
+ */
+static void rounds_seal(struct pmc_engine *e, struct pmc_queue *q, uint64_t now, int all)
+{
+	for (uint32_t i = 0; i < e->nvols; i++) {
+		struct wb_round *r = e->vols[i].wb_open;
+
+		if (r && (all || r->bytes >= WB_ROUND_BYTES ||
+			  (now > r->open_ns && now - r->open_ns >= WB_ROUND_NS)))
+			round_seal(e, q, r);
+	}
 }
 
 /* what a sweep selects besides blocks due by age (wb_consider): a step
@@ -637,7 +686,6 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	struct pmc_wb_conf wb;
 	uint64_t now = pmc_eng_queue_now(q), pct, nospace_ns, fg_ns;
 	unsigned limit, n, i, started = 0;
-	struct wb_round *r = NULL; /* the round of the volume at hand */
 	uint32_t prev_vol = UINT32_MAX; /* this step's last write */
 	uint64_t prev_end = 0;
 	int idle, starved;
@@ -668,16 +716,17 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	starved = nospace_ns && (now < nospace_ns ||
 				 now - nospace_ns <= (uint64_t)wb.idle_ms * 1000000ull);
 	limit = idle || starved || e->wb_force ? wb.max_inflight : wb.busy_inflight;
-	if (ci.nr_dirty == 0 || e->wb_inflight >= limit || e->wb_inflight + e->wb_held >= 2 * limit ||
+	if (ci.nr_dirty == 0 || e->wb_inflight >= limit || e->wb_held_bytes >= WB_HELD_BYTES ||
 	    wb_nothing_due(e, wb.max_age_ms * 1000000ull)) {
+		/* at the in-flight limit, more is coming: only the due rounds */
+		rounds_seal(e, q, now, e->wb_inflight < limit || e->wb_held_bytes >= WB_HELD_BYTES);
 		pthread_mutex_unlock(&e->wb_lock);
 		return 0;
 	}
 	n = wb_candidates(e, now, wb.max_age_ms * 1000000ull);
-	/* writes waiting for their sync hold pins and wb_io: at most as many
-	 * again as may be in flight */
-	for (i = e->items_pos;
-	     i < n && e->wb_inflight < limit && e->wb_inflight + e->wb_held < 2 * limit;) {
+	/* writes waiting for their sync hold pins and wb_io: WB_HELD_BYTES */
+	for (i = e->items_pos; i < n && e->wb_inflight < limit && e->wb_held_bytes < WB_HELD_BYTES;) {
+		struct wb_round *r;
 		struct wb_io *w;
 		uint32_t vol = e->items[i].vol;
 		uint64_t seed = e->items[i].lba, blk, lba;
@@ -694,11 +743,7 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 			i++;
 			continue;
 		}
-		if (r && r->vol != vol) {
-			round_seal(e, r);
-			r = NULL;
-		}
-		if (!r && !(r = round_get(e, q, vol))) {
+		if (!(r = round_for(e, q, vol, now))) {
 			pmc_cache_unpin(e->c, blk);
 			break;
 		}
@@ -737,12 +782,49 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 		prev_vol = vol;
 		prev_end = lba + w->n;
 	}
-	if (r)
-		round_seal(e, r);
+	/* every candidate taken: nothing more is coming for now */
+	rounds_seal(e, q, now, i >= n);
 	/* the candidates not taken are the next steps' (wb_candidates) */
 	e->items_pos = i;
 	pthread_mutex_unlock(&e->wb_lock);
 	return (int)started;
+}
+
+/* a foreground disk write is held by a write-back write (must_hold,
+ * engine_order.c): seal the open rounds, so that it waits for their syncs
+ * only, not for a later step to seal them */
+void pmc_eng_wb_seal_asked(struct pmc_engine *e, struct pmc_queue *q)
+{
+	pthread_mutex_lock(&e->wb_lock);
+	if (atomic_exchange(&e->wb_seal_asked, 0))
+		rounds_seal(e, q, 0, 1);
+	pthread_mutex_unlock(&e->wb_lock);
+}
+
+/* at destroy, with no I/O in flight: the open rounds' writes are dropped
+ * unsynced, their blocks stay dirty (written back again after the next
+ * open) */
+void pmc_eng_wb_drop_open(struct pmc_engine *e)
+{
+	pthread_mutex_lock(&e->wb_lock);
+	for (uint32_t i = 0; i < e->nvols; i++) {
+		struct wb_round *r = e->vols[i].wb_open;
+
+		if (!r)
+			continue;
+		while (r->done) {
+			struct wb_io *w = r->done;
+
+			r->done = w->next;
+			e->wb_held--;
+			e->wb_held_bytes -= (uint64_t)w->n * e->bs;
+			wb_release(e, w);
+		}
+		e->vols[i].wb_open = NULL;
+		r->next = e->wb_round_free;
+		e->wb_round_free = r;
+	}
+	pthread_mutex_unlock(&e->wb_lock);
 }
 
 int pmc_engine_wb_rebuilding(struct pmc_engine *e)
@@ -829,6 +911,9 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 		last_left = left;
 	}
 	free(streak0);
+	pthread_mutex_lock(&e->wb_lock);
+	rounds_seal(e, q, 0, 1);
+	pthread_mutex_unlock(&e->wb_lock);
 	while (pmc_queue_busy(q))
 		pmc_queue_poll(q, 1, 10000000ull);
 	pthread_mutex_lock(&e->wb_lock);
