@@ -1861,25 +1861,26 @@ static void sc_wb_sync(void)
 	printf("ok: wb_sync\n");
 }
 
-/* step write-back with one write in flight until v's blocks [0, n) are
- * clean (5 s at most); every block marked clean is durable on the way.
- * Returns the writes submitted when the first block became clean. */
-static uint64_t wb_until_clean(struct et_vol *v, struct fdisk *f, uint64_t n, uint64_t want,
-			       const char *when)
+/* step write-back until want of v's blocks [0, n) are clean (20 s at
+ * most), before of them clean at the start; every block marked clean is
+ * durable on the way. Returns the writes submitted when the first block
+ * became clean. */
+static uint64_t wb_until_clean(struct et_vol *v, struct fdisk *f, uint64_t n, uint64_t before,
+			       uint64_t want, const char *when)
 {
 	uint64_t t0 = pmc_mono_ns(), first = UINT64_MAX, clean = 0;
 
-	while (pmc_mono_ns() - t0 < 5000000000ull) {
+	while (pmc_mono_ns() - t0 < 20000000000ull) {
 		pmc_engine_writeback_step(g_t.e, g_q);
 		pmc_queue_poll(g_q, 0, 1000000ull);
 		clean = clean_only_durable(v, f, 0, n, when);
-		if (clean && first == UINT64_MAX)
+		if (clean > before && first == UINT64_MAX)
 			first = f->submits[PMC_IO_WRITE];
 		if (clean == want && pmc_queue_busy(g_q) == 0)
 			break;
 	}
 	if (clean != want)
-		T_FAIL("%s: %" PRIu64 " of %" PRIu64 " blocks clean after 5 s", when, clean, want);
+		T_FAIL("%s: %" PRIu64 " of %" PRIu64 " blocks clean after 20 s", when, clean, want);
 	return first;
 }
 
@@ -1888,8 +1889,9 @@ static uint64_t wb_until_clean(struct et_vol *v, struct fdisk *f, uint64_t n, ui
  * many separate runs, one per step; one sync covers the writes of many
  * steps (each sync is a cache flush on a disk with a volatile cache), not
  * one sync per step. A round still stops taking writes after WB_ROUND_NS:
- * with every write taking 30 ms, blocks become clean while write-back is
- * still writing the rest, not only once all of it is written.
+ * with more blocks than a sweep collects and the first writes taking
+ * 30 ms, blocks become clean while write-back is still writing the rest,
+ * not only once it ran out of candidates.
  */
 static void sc_wb_batch(void)
 {
@@ -1901,14 +1903,14 @@ static void sc_wb_batch(void)
 	base_wb(&wb);
 	wb.max_inflight = 1;
 	wb.busy_inflight = 1;
-	setup("wb_batch: one sync for the writes of many steps", 256, 1, 512, &wb, NULL);
+	setup("wb_batch: one sync for the writes of many steps", 2048, 1, 4096, &wb, NULL);
 	f->nblocks = v->nblocks;
 	f->unsynced = calloc(v->nblocks, sizeof(*f->unsynced));
 	T_TRUE(f->unsynced != NULL);
 	g_no_steps = 1;
 	for (uint64_t i = 0; i < 32; i++)
 		T_EQ(write_ver(v, i * 4, 2, 3, 0), 0); /* 32 runs of 2, apart */
-	wb_until_clean(v, f, 128, 64, "32 runs, one write in flight");
+	wb_until_clean(v, f, 128, 0, 64, "32 runs, one write in flight");
 	writes = f->submits[PMC_IO_WRITE];
 	syncs = f->submits[PMC_IO_FSYNC];
 	printf("%" PRIu64 " write-back writes, %" PRIu64 " syncs\n", writes, syncs);
@@ -1920,32 +1922,36 @@ static void sc_wb_batch(void)
 	durable(v, f, 0, 128, "32 runs written back");
 	expect_disk(v, 0, 2, ONE(3), "32 runs written back");
 	expect_disk(v, 124, 2, ONE(3), "32 runs written back");
-	/* slow writes: the round is sealed by its age */
-	for (uint64_t i = 0; i < 16; i++)
-		T_EQ(write_ver(v, 200 + i * 4, 2, 4, 0), 0);
-	f->delay_writes = 16;
+	/* more separate blocks than a sweep collects, the first writes slow:
+	 * the round is sealed by its age, not once write-back ran out of
+	 * candidates */
+	for (uint64_t i = 0; i < 1000; i++)
+		T_EQ(write_ver(v, 1024 + i * 2, 1, 4, 0), 0);
+	f->delay_writes = 4;
 	f->delay_ns = 30000000ull;
-	first = wb_until_clean(v, f, 264, 96, "16 runs, 30 ms writes") - writes;
-	printf("first block clean after %" PRIu64 " of 16 writes of 30 ms\n", first);
+	first = wb_until_clean(v, f, 3072, 64, 1064, "1000 blocks, 30 ms writes first") - writes;
+	printf("first block clean after %" PRIu64 " of 1000 writes, the first 4 of 30 ms\n",
+	       first);
 	if (first >= 16)
-		T_FAIL("no block was clean before all 16 writes of 30 ms were started: a round "
-		       "took writes longer than WB_ROUND_NS (20 ms)");
-	durable(v, f, 0, 264, "16 slow runs written back");
-	expect_disk(v, 260, 2, ONE(4), "16 slow runs written back");
+		T_FAIL("no block was clean before %" PRIu64 " writes were started, the first of "
+		       "them 30 ms long: a round took writes longer than WB_ROUND_NS (20 ms)",
+		       first);
+	durable(v, f, 0, 3072, "1000 blocks written back");
+	expect_disk(v, 3022, 1, ONE(4), "1000 blocks written back");
 	/* a discard of blocks whose write-back write completed and waits in
 	 * an open round: held until that round's sync, which it gets without
 	 * another write-back step */
 	for (uint64_t i = 0; i < 4; i++)
-		T_EQ(write_ver(v, 300 + i * 4, 2, 5, 0), 0);
+		T_EQ(write_ver(v, 3100 + i * 4, 2, 5, 0), 0);
 	writes = f->submits[PMC_IO_WRITE];
 	T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 1);
 	while (f->submits[PMC_IO_WRITE] == writes || pmc_queue_busy(g_q))
 		pmc_queue_poll(g_q, 1, 1000000ull);
-	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_DISCARD, v->vol, 300, 2, NULL, 0), 0);
-	expect_engine(v, 300, 2, ONE(EV_ZERO), "discarded under write-back");
-	wb_until_clean(v, f, 316, 102, "the runs after the discard");
-	expect_disk(v, 300, 2, ONE(EV_ZERO), "discarded under write-back");
-	expect_disk(v, 312, 2, ONE(5), "written back after the discard");
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_DISCARD, v->vol, 3100, 2, NULL, 0), 0);
+	expect_engine(v, 3100, 2, ONE(EV_ZERO), "discarded under write-back");
+	wb_until_clean(v, f, 3116, 1064, 1070, "the runs after the discard");
+	expect_disk(v, 3100, 2, ONE(EV_ZERO), "discarded under write-back");
+	expect_disk(v, 3112, 2, ONE(5), "written back after the discard");
 	teardown();
 	printf("ok: wb_batch\n");
 }
