@@ -35,6 +35,7 @@
 #define WB_BACKOFF_MAX_MS 60000u
 #define WB_ROUND_NS (20 * 1000000ull) /* a write-back round takes writes this long at most */
 #define WB_ROUND_BYTES (16u << 20)    /* ... and this much data */
+#define WB_ROUND_WRITES 64u	      /* ... and this many writes (each in the in-flight list) */
 #define WB_HELD_BYTES (64u << 20)     /* written back, waiting for a sync: at most */
 #define NO_BLK UINT64_MAX
 #define HIT_BLK (UINT64_MAX - 1) /* read: served from pmem already */
@@ -132,6 +133,7 @@ struct wb_round {
 	unsigned writes;	/* writes in flight */
 	uint64_t open_ns;	/* when its first write was started */
 	uint64_t bytes;		/* of the writes started */
+	unsigned started;	/* writes started */
 	struct wb_io *done;	/* writes completed without error */
 	uint64_t gen;		/* the volume's wr_done when the sync was issued */
 	uint32_t fail_round;	/* the volume's wb_fail_round when the round began */

@@ -34,17 +34,20 @@
  * and every write of it completed, one sync (PMC_IO_FSYNC: fdatasync
  * through the disk's ops) is issued, and only when it succeeded are the
  * blocks of the writes that succeeded marked clean (pmc_cache_mark_clean_n:
- * one persist barrier per batch of 64 blocks), as dm-writecache does. A
- * round stays open across steps while write-back has more to start than
+ * one persist barrier per batch of 64 blocks), as dm-writecache does.
+ *
+ * A round stays open across steps while write-back has more to start than
  * the in-flight limit lets it (busy write-back starts a write or two per
- * step), for WB_ROUND_NS and WB_ROUND_BYTES at most: on a disk with a
- * volatile cache every sync is a cache flush, and one per step made
- * write-back wait for a flush per two or three writes. A step that took
- * every candidate seals the open rounds (nothing more is coming). A failed write leaves
- * its blocks dirty; a failed sync leaves every block of the round dirty. Either sets
- * the volume's sticky error and backs the volume off (doubling once per
- * failed retry however many of its writes fail, up to 60 s; a flush
- * starts the back-off over).
+ * step), for WB_ROUND_NS, WB_ROUND_BYTES and WB_ROUND_WRITES at most: on a
+ * disk with a volatile cache every sync is a cache flush, and one per step
+ * made write-back wait for a flush per two or three writes. A step that
+ * took every candidate seals the open rounds (nothing more is coming), and
+ * so does a foreground disk write held by one of their writes.
+ *
+ * A failed write leaves its blocks dirty; a failed sync leaves every block
+ * of the round dirty. Either sets the volume's sticky error and backs the
+ * volume off (doubling once per failed retry however many of its writes
+ * fail, up to 60 s; a flush starts the back-off over).
  * A write stays in the in-flight list, pinned, until its round's sync
  * completed and its blocks were marked clean: foreground disk writes of
  * those blocks wait for that.
@@ -571,6 +574,7 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_round
 	w->start_ns = pmc_eng_queue_now(q);
 	w->round = r;
 	r->writes++;
+	r->started++;
 	r->bytes += io->len;
 	e->wb_inflight++;
 	pmc_eng_submit(q, w->vol, io);
@@ -618,6 +622,14 @@ static void round_seal(struct pmc_engine *e, struct pmc_queue *q, struct wb_roun
 	}
 }
 
+/* a round's writes stay in the in-flight list until its sync: many small
+ * ones would make each lookup of that list (a claim, a held disk write)
+ * walk them all */
+static int round_full(const struct wb_round *r)
+{
+	return r->bytes >= WB_ROUND_BYTES || r->started >= WB_ROUND_WRITES;
+}
+
 /* the round that vol's next write joins: the open one, unless it is full;
  * NULL when out of memory; wb_lock held */
 static struct wb_round *round_for(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol,
@@ -625,7 +637,7 @@ static struct wb_round *round_for(struct pmc_engine *e, struct pmc_queue *q, uin
 {
 	struct pmc_evol *v = &e->vols[vol];
 
-	if (v->wb_open && v->wb_open->bytes >= WB_ROUND_BYTES)
+	if (v->wb_open && round_full(v->wb_open))
 		round_seal(e, q, v->wb_open);
 	if (!v->wb_open)
 		v->wb_open = round_get(e, vol, now);
@@ -634,7 +646,7 @@ static struct wb_round *round_for(struct pmc_engine *e, struct pmc_queue *q, uin
 
 /*
  * Seal the open rounds: all of them, or those that took writes for
- * WB_ROUND_NS or WB_ROUND_BYTES. A round stays open across steps while
+ * WB_ROUND_NS or are full. A round stays open across steps while
  * write-back has more to start (the in-flight limit stopped the step), so
  * that one sync covers the writes of many steps: on a disk with a
  * volatile cache each sync is a cache flush. wb_lock held.
@@ -644,7 +656,7 @@ static void rounds_seal(struct pmc_engine *e, struct pmc_queue *q, uint64_t now,
 	for (uint32_t i = 0; i < e->nvols; i++) {
 		struct wb_round *r = e->vols[i].wb_open;
 
-		if (r && (all || r->bytes >= WB_ROUND_BYTES ||
+		if (r && (all || round_full(r) ||
 			  (now > r->open_ns && now - r->open_ns >= WB_ROUND_NS)))
 			round_seal(e, q, r);
 	}

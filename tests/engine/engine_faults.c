@@ -128,6 +128,7 @@ struct fdisk {
 	 * durable; a sync clears what completed before it was submitted */
 	uint64_t *unsynced;
 	uint64_t nblocks, wdone;
+	uint64_t synced_at, max_cover; /* most plain write completions one sync covered */
 	struct {
 		struct pmc_io *io;
 		uint64_t covers; /* completions before the sync was submitted */
@@ -156,6 +157,9 @@ static void fd_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
 			T_FAIL("fdisk: more than 8 syncs in flight");
 		f->sync[i].io = io;
 		f->sync[i].covers = f->wdone;
+		if (f->wdone - f->synced_at > f->max_cover)
+			f->max_cover = f->wdone - f->synced_at;
+		f->synced_at = f->wdone;
 	}
 	if (e && !f->fail_after_io) {
 		f->failed[io->op]++;
@@ -1930,8 +1934,13 @@ static void sc_wb_batch(void)
 	f->delay_writes = 4;
 	f->delay_ns = 30000000ull;
 	first = wb_until_clean(v, f, 3072, 64, 1064, "1000 blocks, 30 ms writes first") - writes;
-	printf("first block clean after %" PRIu64 " of 1000 writes, the first 4 of 30 ms\n",
-	       first);
+	printf("first block clean after %" PRIu64 " of 1000 writes, the first 4 of 30 ms; "
+	       "at most %" PRIu64 " writes per sync\n",
+	       first, f->max_cover);
+	if (f->max_cover > 64)
+		T_FAIL("a sync covered %" PRIu64 " write-back writes: a round takes 64 at most "
+		       "(each stays in the in-flight list that every claim walks)",
+		       f->max_cover);
 	if (first >= 16)
 		T_FAIL("no block was clean before %" PRIu64 " writes were started, the first of "
 		       "them 30 ms long: a round took writes longer than WB_ROUND_NS (20 ms)",
