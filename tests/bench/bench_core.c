@@ -31,9 +31,10 @@
  *
  * writeback_s_<size> (after both sizes, through the engine, see
  * bench_writeback_time in bench_engine.c): a new cache of that size, every
- * block read once from a sparse disk file (all clean), then nine rounds of:
- * 64 MiB of 4 KiB blocks scattered over the whole volume written (dirty),
- * and the time pmc_engine_flush_all takes to write them back. writeback_s_
+ * block read once from a sparse disk file (all clean), the blocks the
+ * rounds will write allocated in that file, then nine rounds of: 64 MiB of
+ * 4 KiB blocks scattered over the whole volume written (dirty), and the
+ * time pmc_engine_flush_all takes to write them back. writeback_s_
  * <size> is the median round (each round's time is printed);
  * writeback_ratio_<L>_<S> is the large size's median over the small one's:
  * the same dirty data, so a write-back whose cost does not grow with the
