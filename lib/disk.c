@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "disk.h"
@@ -160,6 +161,16 @@ int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 	else if (!S_ISREG(st.st_mode))
 		return pmc_err_set(err, EINVAL, "disk %s: neither a block device nor a file", path);
 	fd = open(path, flags);
+	/* a disk this process closed a moment ago (a volume removed and added
+	 * again) may still be claimed: io_uring's worker threads can drop the
+	 * last reference of a file they synced after the close, and the
+	 * claim goes with it. Look again for a second before refusing. */
+	for (int i = 0; fd < 0 && errno == EBUSY && i < 20; i++) {
+		struct timespec ts = {0, 50000000};
+
+		nanosleep(&ts, NULL);
+		fd = open(path, flags);
+	}
 	if (fd < 0) {
 		if (errno == EBUSY)
 			return pmc_err_set(err, EBUSY,

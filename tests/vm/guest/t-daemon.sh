@@ -167,7 +167,8 @@ dd if="$D0" of=/tmp/back bs=1M skip=100 count=8 iflag=direct 2>/dev/null
 cmp /tmp/pat /tmp/back && ok "vol0's data is on $D0 byte for byte" || bad "data missing on $D0"
 # and added back at run time: a new device over the same disk and data
 out=$(pmc-vm-ctl "$SOCK" "{\"cmd\":\"volume-add\",\"name\":\"vol0\",\"disk\":\"$D0\",\"ublk_id\":0}" 2>&1)
-echo "$out" | grep -q '"ok":true' && ok "volume-add at run time" || bad "volume-add: $out"
+echo "$out" | grep -q '"ok":true' && ok "volume-add at run time" ||
+	{ bad "volume-add: $out"; ls -l /proc/$PID/fd; cat /proc/$PID/task/*/comm; tail -5 "$LOG"; }
 dd if=/dev/ublkb0 of=/tmp/back2 bs=1M skip=100 count=8 iflag=direct 2>/dev/null
 cmp /tmp/pat /tmp/back2 && ok "re-added vol0 serves the same data" || bad "re-added vol0 differs"
 
