@@ -115,6 +115,14 @@ static void wb_release(struct pmc_engine *e, struct wb_io *w)
 	e->wb_free = w;
 }
 
+/* a completed write leaves its round unsynced or synced; wb_lock held */
+static void held_release(struct pmc_engine *e, struct wb_io *w)
+{
+	e->wb_held--;
+	e->wb_held_bytes -= (uint64_t)w->n * e->bs;
+	wb_release(e, w);
+}
+
 /* a write or sync of r's volume failed: sticky error, back-off; wb_lock held */
 static void wb_failed(struct pmc_engine *e, struct pmc_vol_stats *st, struct wb_round *r, int res,
 		      const char *what, uint32_t epoch)
@@ -189,9 +197,7 @@ static void round_synced(struct pmc_io *io, int res)
 			STAT_ADD(st, wb_merged_blocks, w->n - 1);
 		}
 		pmc_eng_stat_lat(r->q, st, PMC_LAT_WRITEBACK, w->start_ns);
-		e->wb_held--;
-		e->wb_held_bytes -= (uint64_t)w->n * e->bs;
-		wb_release(e, w);
+		held_release(e, w);
 	}
 	if (res == 0) {
 		atomic_store(&v->backoff_ms, 0);
@@ -213,6 +219,14 @@ static struct wb_round *round_close(struct pmc_engine *e, struct wb_round *r)
 {
 	struct pmc_io *io = &r->io;
 
+	/* its volume was detached meanwhile: no disk to sync, the blocks
+	 * stay dirty (written back after the next attach) */
+	while (r->done && !e->vols[r->vol].disk) {
+		struct wb_io *w = r->done;
+
+		r->done = w->next;
+		held_release(e, w);
+	}
 	if (!r->done) {
 		r->next = e->wb_round_free;
 		e->wb_round_free = r;
@@ -828,9 +842,7 @@ void pmc_eng_wb_drop_open(struct pmc_engine *e)
 			struct wb_io *w = r->done;
 
 			r->done = w->next;
-			e->wb_held--;
-			e->wb_held_bytes -= (uint64_t)w->n * e->bs;
-			wb_release(e, w);
+			held_release(e, w);
 		}
 		e->vols[i].wb_open = NULL;
 		r->next = e->wb_round_free;
