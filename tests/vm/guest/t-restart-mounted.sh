@@ -94,6 +94,9 @@ mkdir -p /tmp/next
 ln -sf /host/bin/pmcached-next /tmp/next/pmcached
 for k in $(seq 1 $RESTARTS); do
 	sleep 4 # fio runs meanwhile: requests are in flight at the signal
+	# the loop starts the next fio as one ends: look for a second, not
+	# at the one instant between two runs
+	for _w in 1 2 3 4 5 6 7 8 9 10; do pidof fio >/dev/null && break; sleep 0.1; done
 	pidof fio >/dev/null && ok "restart $k: fio verify running at SIGTERM" ||
 		bad "restart $k: no fio running at SIGTERM"
 	kill -TERM $PID
