@@ -178,8 +178,7 @@ struct pmc_engine {
 	int wb_map;		/* the dirty map is complete: write-back walks it */
 	int wb_active;		/* between the watermarks */
 	unsigned wb_inflight;	/* write-back writes in flight */
-	unsigned wb_held;	/* ... completed, waiting for their round's sync */
-	uint64_t wb_held_bytes;	/* ... their data */
+	uint64_t wb_held_bytes;	/* data of writes completed, waiting for their round's sync */
 	uint32_t wb_force_vol;	/* flush_all: UINT32_MAX all, NONE none */
 	int wb_force;
 	uint64_t *wb_oldest;	/* [max_volumes] oldest birth in the current sweep */

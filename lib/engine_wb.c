@@ -118,9 +118,22 @@ static void wb_release(struct pmc_engine *e, struct wb_io *w)
 /* a completed write leaves its round unsynced or synced; wb_lock held */
 static void held_release(struct pmc_engine *e, struct wb_io *w)
 {
-	e->wb_held--;
 	e->wb_held_bytes -= (uint64_t)w->n * e->bs;
 	wb_release(e, w);
+}
+
+/* r leaves: its completed writes unsynced (their blocks stay dirty), r
+ * free; wb_lock held */
+static void round_free(struct pmc_engine *e, struct wb_round *r)
+{
+	while (r->done) {
+		struct wb_io *w = r->done;
+
+		r->done = w->next;
+		held_release(e, w);
+	}
+	r->next = e->wb_round_free;
+	e->wb_round_free = r;
 }
 
 /* a write or sync of r's volume failed: sticky error, back-off; wb_lock held */
@@ -205,8 +218,7 @@ static void round_synced(struct pmc_io *io, int res)
 	} else {
 		wb_failed(e, st, r, res, "write-back sync", io->epoch);
 	}
-	r->next = e->wb_round_free;
-	e->wb_round_free = r;
+	round_free(e, r);
 	pthread_mutex_unlock(&e->wb_lock);
 }
 
@@ -219,17 +231,10 @@ static struct wb_round *round_close(struct pmc_engine *e, struct wb_round *r)
 {
 	struct pmc_io *io = &r->io;
 
-	/* its volume was detached meanwhile: no disk to sync, the blocks
-	 * stay dirty (written back after the next attach) */
-	while (r->done && !e->vols[r->vol].disk) {
-		struct wb_io *w = r->done;
-
-		r->done = w->next;
-		held_release(e, w);
-	}
-	if (!r->done) {
-		r->next = e->wb_round_free;
-		e->wb_round_free = r;
+	/* nothing completed, or its volume was detached meanwhile: no disk
+	 * to sync, the blocks stay dirty (written back after the next attach) */
+	if (!r->done || !e->vols[r->vol].disk) {
+		round_free(e, r);
 		return NULL;
 	}
 	memset(io, 0, sizeof(*io));
@@ -260,7 +265,6 @@ static void wb_done(struct pmc_io *io, int res)
 		/* in the disk's cache: clean once the round's sync succeeded */
 		w->next = r->done;
 		r->done = w;
-		e->wb_held++;
 		e->wb_held_bytes += (uint64_t)w->n * e->bs;
 	} else {
 		/* poisoned source (res > 0): nothing marked clean, the rest is
@@ -838,15 +842,8 @@ void pmc_eng_wb_drop_open(struct pmc_engine *e)
 
 		if (!r)
 			continue;
-		while (r->done) {
-			struct wb_io *w = r->done;
-
-			r->done = w->next;
-			held_release(e, w);
-		}
 		e->vols[i].wb_open = NULL;
-		r->next = e->wb_round_free;
-		e->wb_round_free = r;
+		round_free(e, r);
 	}
 	pthread_mutex_unlock(&e->wb_lock);
 }
