@@ -23,12 +23,15 @@ int bench_engine(int argc, char **argv);
 /* In a child process: a cache of size bytes in dir, every block read once
  * (clean), then BENCH_WBT_ROUNDS times: 64 MiB of 4 KiB blocks scattered
  * over it written (dirty, other blocks each round) and the time
- * pmc_engine_flush_all takes to write them back into round_s[k]; *secs is
- * the median round, *blocks and *ios what all rounds wrote. 0 or -errno
- * with a message (bench_engine.c). */
+ * pmc_engine_flush_all takes to write them back into round_s[k], and after
+ * it the time of as many reads of one word from random cache blocks
+ * (touch_s[k]: the machine's part, no engine); *secs is the median round,
+ * *blocks and *ios what all rounds wrote. 0 or -errno with a message
+ * (bench_engine.c). */
 #define BENCH_WBT_ROUNDS 9
 int bench_writeback_time(const char *dir, uint64_t size, double *secs, double *round_s,
-			 uint64_t *blocks, uint64_t *ios, char *msg, size_t msg_len);
+			 double *touch_s, uint64_t *blocks, uint64_t *ios, char *msg,
+			 size_t msg_len);
 
 /* CLOCK_MONOTONIC in nanoseconds */
 uint64_t bench_now_ns(void);

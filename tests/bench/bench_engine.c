@@ -96,6 +96,7 @@ struct eng_result {
 	double direct_s, absorb_s, wb_s;
 	uint64_t wb_blocks, wb_ios;
 	double wbt_s[BENCH_WBT_ROUNDS]; /* bench_writeback_time: each round's time */
+	double touch_s[BENCH_WBT_ROUNDS]; /* and its machine reference (wbt_touch) */
 	char gran[16];
 };
 
@@ -444,6 +445,26 @@ static int child_wb(uint64_t size, struct eng_result *r)
 	return 0;
 }
 
+/*
+ * The machine's share of a write-back round: n reads of one word each from
+ * random cache blocks of the mapping, no engine involved. Its time grows
+ * with the mapping as the write-back's does where page tables and caches
+ * stop holding the working set, and it jumps when the machine under the
+ * benchmark is slow to give back memory (a guest whose pages the host has
+ * taken back), so a round that is slow for that reason shows here too.
+ */
+static double wbt_touch(struct eng_env *v, uint64_t n)
+{
+	volatile uint64_t sum = 0;
+	uint64_t t0 = bench_now_ns();
+
+	for (uint64_t i = 0; i < n; i++)
+		sum +=
+		    *(const volatile uint64_t *)pmc_cache_block_data(v->c, rnd() % v->ci.nr_blocks);
+	(void)sum;
+	return (double)(bench_now_ns() - t0) / 1e9;
+}
+
 /* write-back time of WBT_DIRTY bytes of dirty blocks scattered over a cache
  * of size otherwise full of clean blocks (bench_writeback_time) */
 #define WBT_DIRTY (64ull << 20)
@@ -505,6 +526,7 @@ static int child_wbtime(uint64_t size, struct eng_result *r)
 		r->wbt_s[k] = (double)(bench_now_ns() - t0) / 1e9;
 		if (rc)
 			return efail(r, -rc, "write-back", &err);
+		r->touch_s[k] = wbt_touch(&v, n);
 	}
 	pmc_engine_stats(v.e, v.vol, &st);
 	r->wb_blocks = st.wb_blocks;
@@ -550,7 +572,8 @@ static int run_size(const char *dir, uint64_t size, eng_child_fn fn, struct eng_
 }
 
 int bench_writeback_time(const char *dir, uint64_t size, double *secs, double *round_s,
-			 uint64_t *blocks, uint64_t *ios, char *msg, size_t msg_len)
+			 double *touch_s, uint64_t *blocks, uint64_t *ios, char *msg,
+			 size_t msg_len)
 {
 	struct eng_result r;
 
@@ -562,6 +585,7 @@ int bench_writeback_time(const char *dir, uint64_t size, double *secs, double *r
 		return r.rc ? r.rc : -EIO;
 	}
 	memcpy(round_s, r.wbt_s, sizeof(r.wbt_s));
+	memcpy(touch_s, r.touch_s, sizeof(r.touch_s));
 	*secs = bench_median(r.wbt_s, BENCH_WBT_ROUNDS); /* sorts r's copy */
 	*blocks = r.wb_blocks;
 	*ios = r.wb_ios;
