@@ -29,6 +29,9 @@
  *   -D DEPTH   tags per queue (default 128, as pmcached)
  *   -m KIB     largest request (default 1024)
  *   -b         tag buffers even where the driver has user copy
+ *   -M MIB:PATH the RAM is a shared mapping of MIB MiB of PATH (a devdax
+ *              device: what page pinning costs on pmem against anonymous
+ *              memory); device offsets wrap at MIB, so data is not kept
  * Prints "ready: /dev/ublkbN queues Q depth D max_io K KiB ring flags F
  * copy user|tag-buffers"
  * once the device is live, serves until SIGTERM or SIGINT, then stops and
@@ -37,6 +40,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <liburing.h>
 #include <pthread.h>
@@ -72,6 +76,7 @@ static struct {
 	uint32_t max_io;
 	uint64_t size;
 	char *ram;
+	uint64_t ram_len; /* g.size, or the -M mapping's length (offsets wrap) */
 	volatile int stopping;
 	struct ceil_queue *q;
 } g = {.cdev_fd = -1, .nr_queues = 2, .depth = 128, .max_io = 1 << 20, .size = 1ULL << 30};
@@ -114,6 +119,9 @@ static int32_t serve(struct ceil_queue *q, uint16_t tag)
 		return 0;
 	if (off > g.size || len > g.size - off)
 		return -EIO;
+	/* -M: a smaller mapping serves the device's offsets wrapped */
+	if (g.ram_len < g.size)
+		off = off % g.ram_len + len <= g.ram_len ? off % g.ram_len : 0;
 	switch (op) {
 	case UBLK_IO_OP_READ:
 		if (len > g.max_io)
@@ -238,7 +246,8 @@ static int parse_u(const char *s, uint64_t min, uint64_t max, uint64_t *v)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: pmc-ublk-ceiling [-d ID] [-s MIB] [-q QUEUES] [-D DEPTH] [-m KIB] [-b]\n");
+		"usage: pmc-ublk-ceiling [-d ID] [-s MIB] [-q QUEUES] [-D DEPTH] [-m KIB] [-b]\n"
+		"                        [-M MIB:PATH]\n");
 	exit(2);
 }
 
@@ -252,10 +261,23 @@ int main(int argc, char **argv)
 	uint16_t nq_started = 0;
 	uint64_t v;
 	int tag_bufs = 0;
+	const char *mem_path = NULL;
 	sigset_t ss;
 
-	while ((o = getopt(argc, argv, "d:s:q:D:m:b")) != -1) {
+	while ((o = getopt(argc, argv, "d:s:q:D:m:bM:")) != -1) {
 		switch (o) {
+		case 'M': {
+			char *colon = strchr(optarg, ':');
+
+			if (!colon)
+				usage();
+			*colon = '\0';
+			if (parse_u(optarg, 2, 1 << 20, &v))
+				usage();
+			g.ram_len = v << 20;
+			mem_path = colon + 1;
+			break;
+		}
 		case 'b':
 			tag_bufs = 1;
 			break;
@@ -291,8 +313,22 @@ int main(int argc, char **argv)
 	if (optind != argc)
 		usage();
 
-	g.ram = mmap(NULL, g.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		     -1, 0);
+	if (mem_path) {
+		int fd = open(mem_path, O_RDWR);
+
+		g.ram = fd < 0 ? MAP_FAILED
+			       : mmap(NULL, g.ram_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (g.ram == MAP_FAILED) {
+			fprintf(stderr, "pmc-ublk-ceiling: %s: %s\n", mem_path, strerror(errno));
+			return 1;
+		}
+		if (fd >= 0)
+			close(fd);
+	} else {
+		g.ram_len = g.size;
+		g.ram = mmap(NULL, g.size, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	}
 	g.q = calloc(g.nr_queues, sizeof(*g.q));
 	if (g.ram == MAP_FAILED || !g.q) {
 		fprintf(stderr, "pmc-ublk-ceiling: %" PRIu64 " MiB of RAM: %s\n", g.size >> 20,
