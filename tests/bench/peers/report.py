@@ -18,8 +18,13 @@ disks' block-layer counters before the replay and after each pass). Prints:
   guest run, ublkceiling (the RAM-backed ublk target) among the peers;
   replay_passN_s_SYSTEM, replay_read_hit_pct_SYSTEM (both passes),
   replay_passN_vs_dmwritecache_SYSTEM (time over dm-writecache's);
+- the paired runs (pmcache, the ceiling and dm-writecache live side by
+  side, each round running a job once on each, OUT/SYSTEM/paired_JOB_R.json):
+  every round's IOPS and ratios, and pmcache_vs_PEER_JOB_paired, the
+  median of the rounds' ratios;
 - the goals of the hit-path issue with the measured value beside each
-  (those of the delayed disk only for a run with --disk-delay-ms).
+  (those of the delayed disk only for a run with --disk-delay-ms; those of
+  the paired runs beside the others where the run had them).
 Also writes OUT/iops.dat, OUT/latency.dat and OUT/replay.dat for plot.sh.
 """
 import json
@@ -73,7 +78,7 @@ def load(out, system, job):
     if j is None:
         return None
     r, w = j["read"], j["write"]
-    main = r if job.startswith("randread") or job == "randrw70" else w
+    main = r if "randread" in job or job == "randrw70" else w
     return {
         "iops": r["iops"] + w["iops"],
         "mibs": (r["bw_bytes"] + w["bw_bytes"]) / 2**20,
@@ -219,6 +224,34 @@ def delay_ms(out):
         return 0
 
 
+PAIRED_JOBS = ["randread_warm", "randwrite_qd32", "randwrite_qd1"]
+PAIRED_PEERS = ["ublkceiling", "dmwritecache"]
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return None if not n else xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def load_paired(out):
+    """{job: [{system: iops}, ...] per round} of the paired runs"""
+    runs = {}
+    for j in PAIRED_JOBS:
+        r = 1
+        while True:
+            row = {}
+            for s in ["pmcache"] + PAIRED_PEERS:
+                x = load(out, s, f"paired_{j}_{r}")
+                if x:
+                    row[s] = x["iops"]
+            if not row:
+                break
+            runs.setdefault(j, []).append(row)
+            r += 1
+    return runs
+
+
 def fmt(v, nd=1):
     return "-" if v is None else f"{v:.{nd}f}"
 
@@ -309,6 +342,28 @@ def main():
         h = hit_pct(s, a, b)
         if h is not None:
             fig[f"replay_read_hit_pct_{s}"] = h
+    paired = load_paired(out)
+    if paired:
+        print("paired runs (IOPS per round; ratio = pmcache over the peer; figure = median ratio):")
+        print()
+        print("| job | round | " + " | ".join(["pmcache"] + PAIRED_PEERS) + " | "
+              + " | ".join(f"vs {p}" for p in PAIRED_PEERS) + " |")
+        print("|---|---:|" + "---:|" * (1 + 2 * len(PAIRED_PEERS)))
+        for j, rounds in paired.items():
+            ratios = {p: [] for p in PAIRED_PEERS}
+            for i, row in enumerate(rounds, 1):
+                cells = [fmt(row.get(s), 0) for s in ["pmcache"] + PAIRED_PEERS]
+                for p in PAIRED_PEERS:
+                    if row.get("pmcache") and row.get(p):
+                        ratios[p].append(row["pmcache"] / row[p])
+                        cells.append(f"{ratios[p][-1]:.2f}")
+                    else:
+                        cells.append("-")
+                print(f"| {j} | {i} | " + " | ".join(cells) + " |")
+            for p in PAIRED_PEERS:
+                if ratios[p]:
+                    fig[f"pmcache_vs_{p}_{j}_paired"] = median(ratios[p])
+        print()
     order = HEADLINE + sorted(k for k in fig if k not in HEADLINE)
     for name in order:
         if name in fig:
@@ -325,10 +380,15 @@ def main():
         met = value >= target if op == ">=" else value <= target
         print(f"goal {name} {op} {target}: {value:.2f} {'met' if met else 'NOT met'}")
 
-    for j in ("randread_warm", "randwrite_qd32", "randwrite_qd1"):
-        goal(f"pmcache_vs_ublkceiling_{j}", fig.get(f"pmcache_vs_ublkceiling_{j}"), ">=", 0.9)
-    for j in ("randread_warm", "randwrite_qd32"):
-        goal(f"pmcache_vs_dmwritecache_{j}", fig.get(f"pmcache_vs_dmwritecache_{j}"), ">=", 1.0)
+    for sfx in ("", "_paired"):
+        if sfx and not paired:
+            continue
+        for j in ("randread_warm", "randwrite_qd32", "randwrite_qd1"):
+            goal(f"pmcache_vs_ublkceiling_{j}{sfx}", fig.get(f"pmcache_vs_ublkceiling_{j}{sfx}"),
+                 ">=", 0.9)
+        for j in ("randread_warm", "randwrite_qd32"):
+            goal(f"pmcache_vs_dmwritecache_{j}{sfx}", fig.get(f"pmcache_vs_dmwritecache_{j}{sfx}"),
+                 ">=", 1.0)
     goal("pmcache_vs_rawnvme_seqwrite_1m", fig.get("pmcache_vs_rawnvme_seqwrite_1m"), ">=", 0.9)
     for p in (1, 2):
         goal(f"replay_pass{p}_vs_dmwritecache_pmcache",

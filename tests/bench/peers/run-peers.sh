@@ -2,8 +2,10 @@
 # run-peers.sh - pmcache against dm-writecache, bcache and the raw NVMe disk,
 # and against pmc-ublk-ceiling, a RAM-backed ublk target (the ceiling of the
 # ublk transport): one guest boot runs the same fio jobs and the replay job
-# on each (tests/vm/guest/t-bench.sh), then report.py prints the tables, the
-# ratios and the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
+# on each (tests/vm/guest/t-bench.sh), then the paired runs (the jobs of the
+# goals with pmcache, the ceiling and dm-writecache live side by side, run
+# in turn round by round), then report.py prints the tables, the ratios and
+# the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
 #
 # usage: run-peers.sh [-B BUILD] [-o OUT] [--quick|--smoke] [--disk-delay-ms N]
 #                     [--systems LIST] [--nvmf-tcp] [--replay-only] [--jobs LIST]
@@ -146,9 +148,10 @@ PMCACHED=$BUILD/daemon/pmcached
 CTL=$BUILD/tests/vm/pmc-vm-ctl
 CEIL=$BUILD/tests/bench/pmc-ublk-ceiling
 TGEN=$BUILD/tests/bench/pmc-trace-gen
-BINS=(-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN")
+PCTL=$BUILD/cli/pmcachectl
+BINS=(-b "$PMCACHED" -b "$CTL" -b "$CEIL" -b "$TGEN" -b "$PCTL")
 [ $PERF = 1 ] && BINS+=(-b "$(command -v perf)")
-for f in "$PMCACHED" "$CTL" "$CEIL" "$TGEN"; do
+for f in "$PMCACHED" "$CTL" "$CEIL" "$TGEN" "$PCTL"; do
 	[ -x "$f" ] || { echo "run-peers: $f not built (cmake --build $BUILD)" >&2; exit 1; }
 done
 if ! command -v qemu-system-x86_64 >/dev/null; then

@@ -213,7 +213,7 @@ fio_job() {
 	# a few (fio:LIST) is profiled too (a full run's jobs are timed, and
 	# perf's cost would be in their figures)
 	case $_n in
-	warm_* | flush_fill) ;;
+	warm_* | flush_fill | paired_*) ;;
 	*)
 		want_job $_n || return 0
 		case $JOBS in fio:*) _fperf=$(perf_cmd) ;; esac ;;
@@ -229,6 +229,14 @@ fio_job() {
 }
 timed() { # ARGS: fio time-based arguments
 	echo --time_based --runtime=$RT --ramp_time=$RAMP
+}
+# job_args JOB: the fio arguments of a job of the goals, not its timing
+job_args() {
+	case $1 in
+	randread_warm) echo --rw=randread --bs=4k --iodepth=32 --offset=0 --size=${WS}M ;;
+	randwrite_qd1) echo --rw=randwrite --bs=4k --iodepth=1 --offset=${OFF_WW}M --size=${WW}M ;;
+	randwrite_qd32) echo --rw=randwrite --bs=4k --iodepth=32 --offset=${OFF_WW}M --size=${WW}M ;;
+	esac
 }
 # two jobs, one per CPU (blk-mq maps each CPU to its own ublk queue), one report
 two_jobs() {
@@ -383,12 +391,12 @@ for S in $SYSTEMS; do
 	fio_job $S warm_write --rw=write --bs=1M --iodepth=8 --offset=0 --size=${WS}M
 	fio_job $S warm_read --rw=read --bs=1M --iodepth=8 --offset=0 --size=${WS}M
 	[ $S = pmcache ] && { ctl_set seq_cutoff '"4M"' || bad "pmcache: seq_cutoff 4M"; }
-	fio_job $S randread_warm --rw=randread --bs=4k --iodepth=32 --offset=0 --size=${WS}M $(timed)
+	fio_job $S randread_warm $(job_args randread_warm) $(timed)
 	fio_job $S randread_warm_2j --rw=randread --bs=4k --iodepth=32 --offset=0 --size=${WS}M \
 		$(timed) $(two_jobs)
 	fio_job $S randrw70 --rw=randrw --rwmixread=70 --bs=4k --iodepth=32 --offset=0 --size=${WS}M $(timed)
-	fio_job $S randwrite_qd1 --rw=randwrite --bs=4k --iodepth=1 --offset=${OFF_WW}M --size=${WW}M $(timed)
-	fio_job $S randwrite_qd32 --rw=randwrite --bs=4k --iodepth=32 --offset=${OFF_WW}M --size=${WW}M $(timed)
+	fio_job $S randwrite_qd1 $(job_args randwrite_qd1) $(timed)
+	fio_job $S randwrite_qd32 $(job_args randwrite_qd32) $(timed)
 	fio_job $S randwrite_qd32_2j --rw=randwrite --bs=4k --iodepth=32 --offset=${OFF_WW}M \
 		--size=${WW}M $(timed) $(two_jobs)
 	fio_job $S seqwrite_1m --rw=write --bs=1M --iodepth=4 --offset=${OFF_SEQ}M --size=${SEQ}M $(timed)
@@ -412,6 +420,106 @@ for S in $SYSTEMS; do
 	fi
 	teardown $S
 done
+
+# --- paired runs of the jobs of the goals: pmcache, the ceiling and
+# dm-writecache live side by side, each round running the job once on each
+# in turn (the order rotating), so that neighbouring runs share the host's
+# state. The runs above give each system a stretch of its own, minutes
+# apart, and a TCG guest's speed drifts over minutes by more than the
+# goals' margins (one job's IOPS moved 10-40 % between boots of the same
+# build); report.py prints each round's ratios and their median
+# (pmcache_vs_PEER_JOB_paired). The disk is split in two halves (dm-linear)
+# for pmcache and dm-writecache; the ceiling has no disk. Write jobs are
+# followed by a flush, outside the timing, so that no write-back runs
+# behind another system's job.
+PAIR_SYS=
+for _s in pmcache ublkceiling dmwritecache; do
+	case " $SYSTEMS " in *" $_s "*) PAIR_SYS="$PAIR_SYS $_s" ;; esac
+done
+case $MODE in full) ROUNDS=4 ;; quick) ROUNDS=3 ;; *) ROUNDS=1 ;; esac
+RTP=$((RT / 4))
+[ $RTP -lt 1 ] && RTP=1
+# pair_disk SYS: the disk SYS runs over in the paired runs
+pair_disk() {
+	case $1 in
+	pmcache) echo /dev/mapper/half0 ;;
+	dmwritecache) echo /dev/mapper/half1 ;;
+	*) echo $DISK0 ;;
+	esac
+}
+paired() {
+	DISK0=$D
+	# pmcache's cache remembers vol0 over the whole disk and refuses the
+	# half (a disk of another size): a new cache
+	pmcachectl format "$DAX" --force || { bad "paired: pmcachectl format $DAX"; return 1; }
+	rm -rf /tmp/pmcache-state
+	_h=$(($(blockdev --getsz $D) / 2 / 8 * 8))
+	dmsetup create --noudevsync half0 --table "0 $_h linear $D 0" &&
+		dmsetup create --noudevsync half1 --table "0 $_h linear $D $_h" ||
+		{ bad "paired: dm-linear halves of $D"; return 1; }
+	dmsetup mknodes half0
+	dmsetup mknodes half1
+	_live=
+	for S in $PAIR_SYS; do
+		D=$(pair_disk $S) PID=
+		setup $S || { bad "paired: $S: setup failed"; break; }
+		eval "PDEV_$S=$DEV PPROC_$S=${PID:-}"
+		_live="$_live $S"
+		[ $S = pmcache ] && { ctl_set seq_cutoff 0 || bad "pmcache: seq_cutoff 0"; }
+		fio_job $S warm_paired_write --rw=write --bs=1M --iodepth=8 --offset=0 --size=${WS}M
+		fio_job $S warm_paired_read --rw=read --bs=1M --iodepth=8 --offset=0 --size=${WS}M
+		[ $S = pmcache ] && { ctl_set seq_cutoff '"4M"' || bad "pmcache: seq_cutoff 4M"; }
+	done
+	if [ "$_live" = "$PAIR_SYS" ]; then
+		for J in randread_warm randwrite_qd32 randwrite_qd1; do
+			want_job $J || continue
+			_r=1
+			while [ $_r -le $ROUNDS ]; do
+				# round r starts at the ((r - 1) mod N)-th system
+				set -- $PAIR_SYS
+				_k=$(((_r - 1) % $#))
+				_order=
+				_i=0
+				for _s in $PAIR_SYS; do
+					[ $_i -ge $_k ] && _order="$_order $_s"
+					_i=$((_i + 1))
+				done
+				_i=0
+				for _s in $PAIR_SYS; do
+					[ $_i -lt $_k ] && _order="$_order $_s"
+					_i=$((_i + 1))
+				done
+				for S in $_order; do
+					eval "DEV=\$PDEV_$S"
+					fio_job $S paired_${J}_$_r $(job_args $J) --time_based \
+						--runtime=$RTP --ramp_time=$RAMP
+					case $J in randwrite*)
+						[ $S != ublkceiling ] && ! flush_all $S &&
+							bad "paired: $S: flush after $J failed" ;;
+					esac
+				done
+				_r=$((_r + 1))
+			done
+		done
+	fi
+	for S in $_live; do
+		D=$(pair_disk $S)
+		eval "PID=\$PPROC_$S DEV=\$PDEV_$S"
+		teardown $S
+	done
+	D=$DISK0
+	dmsetup remove half0
+	dmsetup remove half1
+}
+_want=
+for J in randread_warm randwrite_qd32 randwrite_qd1; do want_job $J && _want=1; done
+case $PAIR_SYS in
+" pmcache "?*)
+	if [ $JOBS != replay ] && [ -n "$_want" ]; then
+		echo "=== paired: $PAIR_SYS, $ROUNDS rounds of $RTP s ($(up) s)"
+		paired
+	fi ;;
+esac
 
 # --- the replay job: caches of RC MiB (both NVDIMMs get a namespace of
 # that size), the trace replayed twice on each system
