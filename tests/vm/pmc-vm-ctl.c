@@ -3,11 +3,28 @@
  * where busybox has no Unix-socket client.
  * usage: pmc-vm-ctl SOCKET 'JSON'    exit 0 if the final reply is ok
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+/* all len bytes of p to fd; 0, or -1 with errno (EPIPE without a signal) */
+static int send_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -26,10 +43,11 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 1;
 	}
-	if (write(fd, argv[2], strlen(argv[2])) < 0 || write(fd, "\n", 1) != 1) {
-		perror("write");
-		return 1;
-	}
+	/* the daemon may answer and close before all of a request it refuses
+	 * (one over the size limit) is sent: then the reply is read all the
+	 * same, as pmcachectl does, and not lost to SIGPIPE */
+	if (send_all(fd, argv[2], strlen(argv[2])) || send_all(fd, "\n", 1))
+		perror("send");
 	for (;;) {
 		ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
 		char *nl;
