@@ -10,7 +10,12 @@
  * the same after the volume switched to write-around (the write reaches
  * the disk); and a request whose file is shorter than it fails with -EIO
  * and writes nothing past the file's end (a failed write may have
- * written any part before it, as on a disk).
+ * written any part before it, as on a disk). Last, back in write-back, a
+ * write's acknowledgement: the pmem as it is when the request's callback
+ * runs (copied then), opened after a crash, holds the write: the copy
+ * from the file has landed and the blocks are published before the
+ * write completes, whatever way the copy is made (a change that made it
+ * asynchronous must keep that).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,11 +35,31 @@ static struct et g_t;
 static struct et_vol g_v = {.name = "ucopy", .tag = 11, .nblocks = VOL_BLOCKS};
 static struct pmc_queue *g_q;
 static int g_fd;
+static char g_snap[256]; /* set: each completion copies the pmem here */
+
+/* the pmem file as it is now (the mapping is shared: its stores are in it) */
+static void snapshot(void)
+{
+	int in = open(g_t.pmem_path, O_RDONLY),
+	    out = open(g_snap, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	char *b = et_alloc(1 << 20);
+	ssize_t n;
+
+	T_TRUE(in >= 0 && out >= 0);
+	while ((n = read(in, b, 1 << 20)) > 0)
+		T_EQ(write(out, b, (size_t)n), n);
+	T_EQ(n, 0);
+	free(b);
+	close(in);
+	close(out);
+}
 
 static void req_cb(struct pmc_req *req, int res)
 {
 	struct et_req *r = req->priv;
 
+	if (g_snap[0])
+		snapshot();
 	r->done = 1;
 	r->res = res;
 }
@@ -182,6 +207,23 @@ int main(void)
 		want[i] = 7;
 	T_EQ(uio(PMC_REQ_READ, 3 * N, N, 24 << 20), 0);
 	expect_file("write-around data reads back to the file", 24 << 20, 3 * N, N, want);
+
+	/* write-back again: what the pmem holds at the acknowledgement */
+	vc.mode = PMC_MODE_WRITE_BACK;
+	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
+	put(28 << 20, 6 * N, N, 11);
+	et_path(g_snap, sizeof(g_snap), "snap");
+	T_EQ(uio(PMC_REQ_WRITE, 6 * N, N, 28 << 20), 0);
+	g_snap[0] = '\0';
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 1);
+	et_path(g_snap, sizeof(g_snap), "snap");
+	T_OK(rename(g_snap, g_t.pmem_path));
+	g_snap[0] = '\0';
+	et_open(&g_t, 0);
+	et_attach(&g_t, &g_v, &vc, NULL, NULL);
+	g_q = et_queue(g_t.e, 4);
+	expect_cache("a write is in pmem when it is acknowledged", 6 * N, N, 11);
 
 	pmc_queue_destroy(g_q);
 	et_close(&g_t, 0);
