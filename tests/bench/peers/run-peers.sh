@@ -221,11 +221,16 @@ elif [ -n "$ONLY" ]; then
 		[ $j = flush ] || grep -Eq "^\| pmcache \| $j \| [0-9]" "$OUT/report.txt" ||
 			{ echo "run-peers: FAIL: no figures of pmcache's job $j"; exit 1; }
 	done
-elif [ -n "$CEILJOBS" ]; then
-	NEED="$NEED $CEIL pmcache_vs_ublkceiling_randread_warm pmcache_vs_ublkceiling_randwrite_qd32
+else
+	# the paired runs' medians (t-bench.sh runs them after the jobs)
+	NEED="$NEED pmcache_vs_dmwritecache_randread_warm_paired
+		pmcache_vs_dmwritecache_randwrite_qd32_paired"
+	[ -n "$CEILJOBS" ] &&
+		NEED="$NEED $CEIL pmcache_vs_ublkceiling_randread_warm pmcache_vs_ublkceiling_randwrite_qd32
 		pmcache_vs_ublkceiling_randwrite_qd1 pmcache_vs_ublkceiling_randread_warm_2j
 		pmcache_vs_ublkceiling_randwrite_qd32_2j pmcache_vs_ublkceiling_randrw70
-		pmcache_vs_ublkceiling_seqwrite_1m"
+		pmcache_vs_ublkceiling_seqwrite_1m pmcache_vs_ublkceiling_randread_warm_paired
+		pmcache_vs_ublkceiling_randwrite_qd32_paired pmcache_vs_ublkceiling_randwrite_qd1_paired"
 fi
 for r in $NEED; do
 	# figures of systems left out by --systems
