@@ -638,7 +638,10 @@ static void tmpfs_huge(const char *dir, char *out, size_t len)
 			continue;
 		best = n;
 		h = hasmntopt(m, "huge");
-		snprintf(out, len, "%.*s", h ? (int)strcspn(h + 5, ",") : 5, h ? h + 5 : "never");
+		if (h)
+			snprintf(out, len, "%.*s", (int)strcspn(h + 5, ","), h + 5);
+		else
+			snprintf(out, len, "never");
 	}
 	endmntent(f);
 }

@@ -322,8 +322,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "pmc-ublk-ceiling: %s: %s\n", mem_path, strerror(errno));
 			return 1;
 		}
-		if (fd >= 0)
-			close(fd);
+		close(fd); /* the mapping keeps the device */
 	} else {
 		g.ram_len = g.size;
 		g.ram = mmap(NULL, g.size, PROT_READ | PROT_WRITE,

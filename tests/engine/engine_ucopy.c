@@ -35,7 +35,8 @@ static struct et g_t;
 static struct et_vol g_v = {.name = "ucopy", .tag = 11, .nblocks = VOL_BLOCKS};
 static struct pmc_queue *g_q;
 static int g_fd;
-static char g_snap[256]; /* set: each completion copies the pmem here */
+static char g_snap[256]; /* where snapshot() copies the pmem */
+static int g_snapping;	 /* each completion takes a snapshot */
 
 /* the pmem file as it is now (the mapping is shared: its stores are in it) */
 static void snapshot(void)
@@ -58,7 +59,7 @@ static void req_cb(struct pmc_req *req, int res)
 {
 	struct et_req *r = req->priv;
 
-	if (g_snap[0])
+	if (g_snapping)
 		snapshot();
 	r->done = 1;
 	r->res = res;
@@ -213,13 +214,12 @@ int main(void)
 	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
 	put(28 << 20, 6 * N, N, 11);
 	et_path(g_snap, sizeof(g_snap), "snap");
+	g_snapping = 1;
 	T_EQ(uio(PMC_REQ_WRITE, 6 * N, N, 28 << 20), 0);
-	g_snap[0] = '\0';
+	g_snapping = 0;
 	pmc_queue_destroy(g_q);
 	et_close(&g_t, 1);
-	et_path(g_snap, sizeof(g_snap), "snap");
 	T_OK(rename(g_snap, g_t.pmem_path));
-	g_snap[0] = '\0';
 	et_open(&g_t, 0);
 	et_attach(&g_t, &g_v, &vc, NULL, NULL);
 	g_q = et_queue(g_t.e, 4);

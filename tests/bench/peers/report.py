@@ -30,6 +30,7 @@ Also writes OUT/iops.dat, OUT/latency.dat and OUT/replay.dat for plot.sh.
 import json
 import os
 import re
+import statistics
 import sys
 
 SYSTEMS = ["pmcache", "ublkceiling", "dmwritecache", "bcache", "rawnvme"]
@@ -228,12 +229,6 @@ PAIRED_JOBS = ["randread_warm", "randwrite_qd32", "randwrite_qd1"]
 PAIRED_PEERS = ["ublkceiling", "dmwritecache"]
 
 
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return None if not n else xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
-
 def load_paired(out):
     """{job: [{system: iops}, ...] per round} of the paired runs"""
     runs = {}
@@ -362,7 +357,7 @@ def main():
                 print(f"| {j} | {i} | " + " | ".join(cells) + " |")
             for p in PAIRED_PEERS:
                 if ratios[p]:
-                    fig[f"pmcache_vs_{p}_{j}_paired"] = median(ratios[p])
+                    fig[f"pmcache_vs_{p}_{j}_paired"] = statistics.median(ratios[p])
         print()
     order = HEADLINE + sorted(k for k in fig if k not in HEADLINE)
     for name in order:

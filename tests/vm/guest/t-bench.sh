@@ -378,19 +378,24 @@ teardown() {
 }
 
 [ $JOBS = replay ] && SYSTEMS=
+# warm_up SYS NAME: the working set written, then read once, as fio jobs
+# NAME_write and NAME_read. Sequential, so pmcache's sequential cutoff is
+# off for it (as bcache's is for the whole run), or the warm-up would go
+# around the cache and the "warm" jobs would measure misses; the jobs after
+# it run with the default
+warm_up() {
+	[ $1 = pmcache ] && { ctl_set seq_cutoff 0 || bad "pmcache: seq_cutoff 0"; }
+	fio_job $1 ${2}_write --rw=write --bs=1M --iodepth=8 --offset=0 --size=${WS}M
+	fio_job $1 ${2}_read --rw=read --bs=1M --iodepth=8 --offset=0 --size=${WS}M
+	[ $1 = pmcache ] && { ctl_set seq_cutoff '"4M"' || bad "pmcache: seq_cutoff 4M"; }
+}
+
 for S in $SYSTEMS; do
 	echo "=== $S ($(up) s)"
 	mkdir -p $OUT/$S
 	setup $S || { bad "$S: setup failed"; dmesg | tail -n 5; continue; }
 	ok "$S: $DEV ($(blockdev --getsize64 $DEV) bytes)"
-	# warm-up: the working set is written, then read once. Sequential, so
-	# pmcache's sequential cutoff is off for it (as bcache's is for the
-	# whole run), or the warm-up would go around the cache and the "warm"
-	# jobs would measure misses; the jobs after it run with the default
-	[ $S = pmcache ] && { ctl_set seq_cutoff 0 || bad "pmcache: seq_cutoff 0"; }
-	fio_job $S warm_write --rw=write --bs=1M --iodepth=8 --offset=0 --size=${WS}M
-	fio_job $S warm_read --rw=read --bs=1M --iodepth=8 --offset=0 --size=${WS}M
-	[ $S = pmcache ] && { ctl_set seq_cutoff '"4M"' || bad "pmcache: seq_cutoff 4M"; }
+	warm_up $S warm
 	fio_job $S randread_warm $(job_args randread_warm) $(timed)
 	fio_job $S randread_warm_2j --rw=randread --bs=4k --iodepth=32 --offset=0 --size=${WS}M \
 		$(timed) $(two_jobs)
@@ -465,30 +470,13 @@ paired() {
 		setup $S || { bad "paired: $S: setup failed"; break; }
 		eval "PDEV_$S=$DEV PPROC_$S=${PID:-}"
 		_live="$_live $S"
-		[ $S = pmcache ] && { ctl_set seq_cutoff 0 || bad "pmcache: seq_cutoff 0"; }
-		fio_job $S warm_paired_write --rw=write --bs=1M --iodepth=8 --offset=0 --size=${WS}M
-		fio_job $S warm_paired_read --rw=read --bs=1M --iodepth=8 --offset=0 --size=${WS}M
-		[ $S = pmcache ] && { ctl_set seq_cutoff '"4M"' || bad "pmcache: seq_cutoff 4M"; }
+		warm_up $S warm_paired
 	done
 	if [ "$_live" = "$PAIR_SYS" ]; then
 		for J in randread_warm randwrite_qd32 randwrite_qd1; do
 			want_job $J || continue
-			_r=1
+			_r=1 _order=$PAIR_SYS
 			while [ $_r -le $ROUNDS ]; do
-				# round r starts at the ((r - 1) mod N)-th system
-				set -- $PAIR_SYS
-				_k=$(((_r - 1) % $#))
-				_order=
-				_i=0
-				for _s in $PAIR_SYS; do
-					[ $_i -ge $_k ] && _order="$_order $_s"
-					_i=$((_i + 1))
-				done
-				_i=0
-				for _s in $PAIR_SYS; do
-					[ $_i -lt $_k ] && _order="$_order $_s"
-					_i=$((_i + 1))
-				done
 				for S in $_order; do
 					eval "DEV=\$PDEV_$S"
 					fio_job $S paired_${J}_$_r $(job_args $J) --time_based \
@@ -498,6 +486,11 @@ paired() {
 							bad "paired: $S: flush after $J failed" ;;
 					esac
 				done
+				# the next round starts at the next system
+				set -- $_order
+				_first=$1
+				shift
+				_order="$* $_first"
 				_r=$((_r + 1))
 			done
 		done
