@@ -188,9 +188,14 @@ int pmc_eng_ucopy_bounce(struct pmc_req_ctx *x)
 	if (x->buf)
 		return 0;
 	if (!x->bounce) {
-		x->bounce = aligned_alloc(4096, (size_t)e->max_req_blocks * e->bs);
+		size_t len = (size_t)e->max_req_blocks * e->bs;
+
+		x->bounce = aligned_alloc(4096, len);
 		if (!x->bounce)
 			return -ENOMEM;
+		/* a fixed buffer: the disk reads and writes from it (write
+		 * bypass, write-around, misses not admitted) pin no page */
+		pmc_ring_add_buffer(x->q->ring, x->bounce, len);
 	}
 	if (req->op == PMC_REQ_READ) {
 		x->buf = x->bounce;

@@ -41,6 +41,12 @@
 
 #define RING_FILES_MAX 4u
 
+struct ring_extra {
+	char *base;
+	uint64_t len;
+	unsigned slot;
+};
+
 struct pmc_ring {
 	struct io_uring uring;
 	unsigned depth;
@@ -56,6 +62,10 @@ struct pmc_ring {
 	unsigned ndeferred;
 	char *fixed_base;
 	uint64_t fixed_len;
+	/* DRAM buffers registered after the pmem (pmc_ring_add_buffer), in
+	 * the slots from extra_first on, listed by address */
+	struct ring_extra *extra;
+	unsigned nextra, extra_max, extra_first;
 	int fixed;
 	int fixed_err;
 	uint64_t fixed_ios, split_ios, parts;
@@ -74,7 +84,9 @@ uint64_t pmc_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void register_pmem(struct pmc_ring *r, struct pmc_pmem *pm)
+/* the pmem as fixed buffers 0..n-1, into the sparse table (sparse) or
+ * as the whole table */
+static void register_pmem(struct pmc_ring *r, struct pmc_pmem *pm, int sparse)
 {
 	unsigned n = (unsigned)((pm->size + FIXED_CHUNK - 1) / FIXED_CHUNK);
 	struct iovec *iov;
@@ -95,7 +107,18 @@ static void register_pmem(struct pmc_ring *r, struct pmc_pmem *pm)
 		iov[i].iov_base = pm->base + off;
 		iov[i].iov_len = pm->size - off < FIXED_CHUNK ? pm->size - off : FIXED_CHUNK;
 	}
-	rc = io_uring_register_buffers(&r->uring, iov, n);
+	if (sparse) {
+		rc = io_uring_register_buffers_update_tag(&r->uring, 0, iov, NULL, n);
+		if (rc >= 0 && rc != (int)n) {
+			/* some chunks only: empty the slots again */
+			memset(iov, 0, n * sizeof(*iov));
+			io_uring_register_buffers_update_tag(&r->uring, 0, iov, NULL, (unsigned)rc);
+			rc = -EFAULT;
+		}
+		rc = rc < 0 ? rc : 0;
+	} else {
+		rc = io_uring_register_buffers(&r->uring, iov, n);
+	}
 	free(iov);
 	if (rc) {
 		r->fixed_err = -rc;
@@ -104,6 +127,76 @@ static void register_pmem(struct pmc_ring *r, struct pmc_pmem *pm)
 	r->fixed = 1;
 	r->fixed_base = pm->base;
 	r->fixed_len = pm->size;
+}
+
+/*
+ * A sparse table of fixed buffers (Linux 5.19): the pmem's chunks, then
+ * one slot per ring entry for the DRAM buffers pmc_ring_add_buffer adds
+ * later. An older kernel gets the pmem alone, as one table.
+ */
+static void register_buffers(struct pmc_ring *r, struct pmc_pmem *pm)
+{
+	unsigned n = pm ? (unsigned)((pm->size + FIXED_CHUNK - 1) / FIXED_CHUNK) : 0;
+	unsigned extra = r->depth;
+
+	if (n > FIXED_MAX)
+		n = 0; /* register_pmem says E2BIG */
+	if (n + extra > FIXED_MAX)
+		extra = FIXED_MAX - n;
+	r->extra = calloc(extra, sizeof(*r->extra));
+	if (!r->extra || io_uring_register_buffers_sparse(&r->uring, n + extra)) {
+		free(r->extra);
+		r->extra = NULL;
+		if (pm)
+			register_pmem(r, pm, 0);
+		return;
+	}
+	r->extra_max = extra;
+	r->extra_first = n;
+	if (pm)
+		register_pmem(r, pm, 1);
+}
+
+unsigned pmc_ring_add_buffer(struct pmc_ring *r, void *base, uint64_t len)
+{
+	struct iovec iov = {.iov_base = base, .iov_len = len};
+	unsigned slot = r->extra_first + r->nextra, at = r->nextra;
+
+	if (r->nextra >= r->extra_max || !len || len > FIXED_CHUNK)
+		return 0;
+	/* the memlock limit of an unprivileged caller, or memory the kernel
+	 * cannot pin long-term: the buffer stays a plain one */
+	if (io_uring_register_buffers_update_tag(&r->uring, slot, &iov, NULL, 1) != 1)
+		return 0;
+	while (at > 0 && r->extra[at - 1].base > (char *)base) {
+		r->extra[at] = r->extra[at - 1];
+		at--;
+	}
+	r->extra[at] = (struct ring_extra){.base = base, .len = len, .slot = slot};
+	r->nextra++;
+	return 1;
+}
+
+/* the registered DRAM buffer holding [p, p + len), or -1 */
+static int extra_index(const struct pmc_ring *r, const char *p, uint64_t len)
+{
+	unsigned lo = 0, hi = r->nextra;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (r->extra[mid].base <= p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	const struct ring_extra *x = &r->extra[lo - 1];
+
+	if (p + len > x->base + x->len)
+		return -1;
+	return (int)x->slot;
 }
 
 /* the setup flags a queue ring wants, most first; each one the kernel
@@ -192,8 +285,7 @@ int pmc_ring_create_opts(unsigned depth, struct pmc_pmem *pm, const struct pmc_r
 		memcpy(r->files, o->files, o->nfiles * sizeof(*o->files));
 		r->nfiles = o->nfiles;
 	}
-	if (pm)
-		register_pmem(r, pm);
+	register_buffers(r, pm);
 	r->now_ns = pmc_mono_ns();
 	*out = r;
 	return 0;
@@ -204,6 +296,7 @@ void pmc_ring_destroy(struct pmc_ring *r)
 	if (!r)
 		return;
 	io_uring_queue_exit(&r->uring);
+	free(r->extra);
 	free(r);
 }
 
@@ -223,6 +316,8 @@ void pmc_ring_get_info(struct pmc_ring *r, struct pmc_ring_info *info)
 	info->depth = r->depth;
 	info->fixed = r->fixed;
 	info->fixed_err = r->fixed_err;
+	info->dram_slots = r->extra_max;
+	info->dram_buffers = r->nextra;
 	info->submitted = r->submitted;
 	info->fixed_ios = r->fixed_ios;
 	info->split_ios = r->split_ios;
@@ -253,14 +348,16 @@ static uint64_t iov_span(const struct pmc_io *io)
 }
 
 /* fixed buffer index for the span [p, p + len) inside one registered
- * chunk, or -1: then the kernel pins the pages for each I/O */
+ * chunk of the pmem or one registered DRAM buffer, or -1: then the kernel
+ * pins the pages for each I/O */
 static int fixed_index(struct pmc_ring *r, const char *p, uint64_t len)
 {
 	uint64_t off;
 
-	if (!r->fixed || len > UINT32_MAX || p < r->fixed_base ||
-	    p >= r->fixed_base + r->fixed_len)
+	if (len > UINT32_MAX)
 		return -1;
+	if (!r->fixed || p < r->fixed_base || p >= r->fixed_base + r->fixed_len)
+		return extra_index(r, p, len);
 	off = (uint64_t)(p - r->fixed_base);
 	if (off + len > r->fixed_len || off / FIXED_CHUNK != (off + len - 1) / FIXED_CHUNK)
 		return -1;

@@ -25,7 +25,10 @@
  * Where the kernel allows long-term pins of the pmem mapping (devdax,
  * shmem), the ring registers it as fixed buffers and single-segment
  * transfers into it use READ_FIXED / WRITE_FIXED; elsewhere (a file on
- * ext4: EFAULT) it uses plain vectored reads and writes.
+ * ext4: EFAULT) it uses plain vectored reads and writes. The table of
+ * fixed buffers is sparse (Linux 5.19), with a slot per ring entry more
+ * for DRAM buffers its thread adds (pmc_ring_add_buffer: the requests'
+ * bounce buffers), so a transfer from one of those pins no page either.
  */
 #ifndef PMC_RING_H
 #define PMC_RING_H
@@ -71,6 +74,8 @@ struct pmc_ring_info {
 	unsigned depth;
 	int fixed;		/* pmem registered as fixed buffers */
 	int fixed_err;		/* errno of the failed registration, or 0 */
+	unsigned dram_slots;	/* room for pmc_ring_add_buffer (0: no sparse table) */
+	unsigned dram_buffers;	/* ... buffers it added */
 	uint64_t submitted;	/* SQEs */
 	uint64_t fixed_ios;	/* reads and writes through the fixed buffers */
 	uint64_t split_ios;	/* reads and writes issued in parts */
@@ -136,6 +141,15 @@ unsigned pmc_ring_busy(struct pmc_ring *r);
 /* ... plus the other protocol's commands outstanding: something to wait for */
 unsigned pmc_ring_waitable(struct pmc_ring *r);
 void pmc_ring_get_info(struct pmc_ring *r, struct pmc_ring_info *info);
+/* Register [base, base + len), DRAM that outlives the ring and is never
+ * freed before it, as a fixed buffer: a transfer of one segment within it
+ * then goes as READ_FIXED / WRITE_FIXED, and the kernel pins no page per
+ * I/O (request bounce buffers: the user copy reads a whole write into one,
+ * which then goes to the disk). At most one per ring entry. Returns 1, or
+ * 0 when the ring cannot (no free slot, a kernel before 5.19, the memlock
+ * limit of an unprivileged process): the buffer is then used as before.
+ * Called by the ring's thread. */
+unsigned pmc_ring_add_buffer(struct pmc_ring *r, void *base, uint64_t len);
 
 uint64_t pmc_mono_ns(void);
 

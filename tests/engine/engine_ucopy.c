@@ -8,14 +8,16 @@
  * every block, and one that misses some (the misses admitted and not),
  * put each block's right version at the request's offset of the file;
  * the same after the volume switched to write-around (the write reaches
- * the disk); and a request whose file is shorter than it fails with -EIO
- * and writes nothing past the file's end (a failed write may have
- * written any part before it, as on a disk). Last, back in write-back, a
- * write's acknowledgement: the pmem as it is when the request's callback
- * runs (copied then), opened after a crash, holds the write: the copy
- * from the file has landed and the blocks are published before the
- * write completes, whatever way the copy is made (a change that made it
- * asynchronous must keep that).
+ * the disk); the disk reads and writes of the request's DRAM bounce
+ * buffer (misses not admitted, write-around) go through io_uring's fixed
+ * buffers, the bounce registered (no page pinned per I/O); and a request
+ * whose file is shorter than it fails with -EIO and writes nothing past
+ * the file's end (a failed write may have written any part before it, as
+ * on a disk). Last, back in write-back, a write's acknowledgement: the
+ * pmem as it is when the request's callback runs (copied then), opened
+ * after a crash, holds the write: the copy from the file has landed and
+ * the blocks are published before the write completes, whatever way the
+ * copy is made (a change that made it asynchronous must keep that).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -118,6 +120,27 @@ static void expect_file(const char *what, uint64_t foff, uint64_t lba, uint32_t 
 	printf("ok: %s\n", what);
 }
 
+/* the queue ring's I/O through fixed buffers since *before (updated):
+ * at least min of them, with a bounce buffer registered, where the kernel
+ * has room for one (a sparse buffer table: Linux 5.19) */
+static void expect_fixed(const char *what, struct pmc_ring_info *before, uint64_t min)
+{
+	struct pmc_ring_info now;
+
+	pmc_ring_get_info(pmc_queue_ring(g_q), &now);
+	if (!now.dram_slots) {
+		printf("%s: no room for DRAM fixed buffers here, not checked\n", what);
+	} else if (now.dram_buffers < 1 || now.fixed_ios - before->fixed_ios < min) {
+		T_FAIL("%s: %" PRIu64 " I/O through fixed buffers, expected %" PRIu64
+		       " (%u bounce buffers registered)",
+		       what, now.fixed_ios - before->fixed_ios, min, now.dram_buffers);
+	} else {
+		printf("ok: %s: %" PRIu64 " I/O through fixed buffers, %u bounce buffers\n", what,
+		       now.fixed_ios - before->fixed_ios, now.dram_buffers);
+	}
+	*before = now;
+}
+
 /* read through a plain buffer */
 static void expect_cache(const char *what, uint64_t lba, uint32_t n, uint64_t ver)
 {
@@ -135,6 +158,7 @@ int main(void)
 	char path[256];
 	struct pmc_volume_conf vc;
 	struct pmc_vol_stats st0, st1;
+	struct pmc_ring_info ri;
 	struct pmc_err err;
 	uint64_t want[N];
 
@@ -177,9 +201,11 @@ int main(void)
 	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
 	for (uint32_t i = 0; i < N; i++)
 		want[i] = 0;
+	pmc_ring_get_info(pmc_queue_ring(g_q), &ri);
 	T_EQ(uio(PMC_REQ_READ, 4 * N, N, 12 << 20), 0);
 	T_EQ(uio(PMC_REQ_READ, 5 * N, N, 12 << 20), 0);
 	expect_file("bypassed misses go to the file", 12 << 20, 5 * N, N, want);
+	expect_fixed("bypassed misses read into the bounce buffer", &ri, 2);
 	vc.seq_cutoff_bytes = 0;
 	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
 
@@ -193,7 +219,9 @@ int main(void)
 	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
 	et_flush_all(&g_t, g_q, NULL);
 	put(20 << 20, 3 * N, N, 7);
+	pmc_ring_get_info(pmc_queue_ring(g_q), &ri);
 	T_EQ(uio(PMC_REQ_WRITE, 3 * N, N, 20 << 20), 0);
+	expect_fixed("write-around from the bounce buffer", &ri, 1);
 	{
 		char *b = et_alloc(BS);
 
