@@ -29,6 +29,19 @@
 #include "log.h"
 #include "poison.h"
 
+/*
+ * Index stripes in use (a power of two). ThreadSanitizer's deadlock
+ * detector tracks at most 64 locks held by one thread, and a batch holds
+ * the lock of every stripe it touches (a publish or a mark clean of up to
+ * PMC_BATCH_MAX keys), some paths every stripe, with libpmem2's flush
+ * taking a lock of its own under them: its builds use 32 stripes.
+ */
+#ifdef PMC_TSAN_BUILD
+#define STRIPES_USED 32u
+#else
+#define STRIPES_USED PMC_STRIPES_MAX
+#endif
+
 static void random_uuid(uint8_t uuid[16])
 {
 	uint64_t a = pmc_now_ns();
@@ -282,7 +295,7 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 	c->bucket_mask = sb.nr_buckets - 1;
 	c->block_size = sb.block_size;
 	c->max_volumes = sb.max_volumes;
-	c->nr_stripes = sb.nr_buckets < PMC_STRIPES_MAX ? (uint32_t)sb.nr_buckets : PMC_STRIPES_MAX;
+	c->nr_stripes = sb.nr_buckets < STRIPES_USED ? (uint32_t)sb.nr_buckets : STRIPES_USED;
 	c->rdonly = !!(flags & PMC_OPEN_RDONLY);
 	c->was_clean = (int)sb.clean;
 

@@ -161,9 +161,10 @@ static void wb_failed(struct pmc_engine *e, struct pmc_vol_stats *st, struct wb_
 
 /*
  * Mark the blocks of r's completed writes clean, WB_CLEAN_BATCH at a time
- * (one persist barrier each). A batch holds the stripe locks of all its
- * blocks: 64 keeps that within what ThreadSanitizer's deadlock detector
- * tracks per thread (64 held locks), at 4 barriers where 256 would take 1.
+ * (one persist barrier each; a batch holds the stripe locks of all its
+ * blocks): 4 barriers where 256 would take 1. (ThreadSanitizer builds
+ * have few stripes, lib/cache.c, so its deadlock detector, which tracks
+ * 64 held locks per thread, is not what bounds the batch.)
  */
 #define WB_CLEAN_BATCH 64u
 static void round_mark_clean(struct pmc_engine *e, struct wb_round *r)
