@@ -84,11 +84,17 @@ uint64_t pmc_mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* the fixed buffers the pmem takes: one per FIXED_CHUNK */
+static unsigned pmem_chunks(const struct pmc_pmem *pm)
+{
+	return (unsigned)((pm->size + FIXED_CHUNK - 1) / FIXED_CHUNK);
+}
+
 /* the pmem as fixed buffers 0..n-1, into the sparse table (sparse) or
  * as the whole table */
 static void register_pmem(struct pmc_ring *r, struct pmc_pmem *pm, int sparse)
 {
-	unsigned n = (unsigned)((pm->size + FIXED_CHUNK - 1) / FIXED_CHUNK);
+	unsigned n = pmem_chunks(pm);
 	struct iovec *iov;
 	int rc;
 
@@ -136,7 +142,7 @@ static void register_pmem(struct pmc_ring *r, struct pmc_pmem *pm, int sparse)
  */
 static void register_buffers(struct pmc_ring *r, struct pmc_pmem *pm)
 {
-	unsigned n = pm ? (unsigned)((pm->size + FIXED_CHUNK - 1) / FIXED_CHUNK) : 0;
+	unsigned n = pm ? pmem_chunks(pm) : 0;
 	unsigned extra = r->depth;
 
 	if (n > FIXED_MAX)
