@@ -2028,7 +2028,7 @@ int pmc_config_key_format(const struct pmc_config_key *k, const void *base, char
 
 int pmc_config_key_describe(const struct pmc_config_key *k, char *buf, size_t len)
 {
-	char a[32], b[32], all[160];
+	char a[32], b[32], al[32], all[160];
 	const char *rt = k->flags & PMC_CONFIG_RUNTIME ? "; can change at run time" : "";
 	const char *unit = k->unit ? k->unit : "";
 	const char *sp = k->unit ? " " : "";
@@ -2067,10 +2067,10 @@ int pmc_config_key_describe(const struct pmc_config_key *k, char *buf, size_t le
 		num_fmt(k, k->max, b, sizeof(b));
 		if (k->min == k->max)
 			return n + snprintf(buf, len, "only %s%s%s%s", a, sp, unit, rt);
-		pmc_config_size_format((uint64_t)k->align, all, sizeof(all));
+		pmc_config_size_format((uint64_t)k->align, al, sizeof(al));
 		return n + snprintf(buf, len, "%s to %s%s%s%s%s, K/M/G/T suffixes%s", a, b, sp,
 				    unit, k->align > 1 ? ", a multiple of " : "",
-				    k->align > 1 ? all : "", rt);
+				    k->align > 1 ? al : "", rt);
 	case PMC_CONFIG_T_LIST:
 		return n + snprintf(buf, len, "%" PRId64 " to %" PRId64 " %s%s", k->min, k->max,
 				    unit, rt);
