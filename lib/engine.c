@@ -790,7 +790,8 @@ int pmc_queue_create_opts(struct pmc_engine *e, unsigned depth, const struct pmc
 	q->pending = calloc(depth * 4, sizeof(*q->pending));
 	q->stats = calloc(e->nvols, sizeof(*q->stats));
 	q->dirtying = calloc(e->nvols, sizeof(*q->dirtying));
-	if (!q->ctxs || !q->pending || !q->stats || !q->dirtying) {
+	q->gap_sink = aligned_alloc(4096, e->bs);
+	if (!q->ctxs || !q->pending || !q->stats || !q->dirtying || !q->gap_sink) {
 		rc = pmc_err_set(err, ENOMEM, "queue: out of memory");
 		goto err_free;
 	}
@@ -843,6 +844,7 @@ err_free:
 	free(q->pending);
 	free(q->stats);
 	free(q->dirtying);
+	free(q->gap_sink);
 	free(q);
 	return rc;
 }
@@ -888,6 +890,7 @@ void pmc_queue_destroy(struct pmc_queue *q)
 	free(q->pending);
 	free(q->stats);
 	free(q->dirtying);
+	free(q->gap_sink);
 	free(q);
 }
 

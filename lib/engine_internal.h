@@ -254,6 +254,9 @@ struct pmc_queue {
 	 * the volume; the queue holds the volume's dirtying reference while
 	 * this is not 0 (engine_write.c) */
 	unsigned *dirtying;
+	/* one block of DRAM that the disk reads of cached blocks inside a
+	 * read's span land in, never read (engine_read.c) */
+	char *gap_sink;
 	struct pmc_queue *next;
 };
 

@@ -2,10 +2,12 @@
  *
  * Every block of a read is looked up and pinned; hits are copied out of
  * pmem at once (SIGBUS-safe: a poisoned block is quarantined and the read
- * fails, never served from the disk's older data). Runs of misses are read
- * from the disk, either straight into freshly allocated, pinned cache
- * blocks (admitted: then published clean with pmc_cache_publish_fill and
- * copied out) or straight into the request's buffer (not admitted:
+ * fails, never served from the disk's older data). The misses are read
+ * from the disk in one read per span (READ_GAP_BYTES: over the few cached
+ * blocks between them, whose disk data is dropped), each block either
+ * straight into a freshly allocated, pinned cache block (admitted: then
+ * published clean with pmc_cache_publish_fill and copied out) or straight
+ * into the request's buffer (not admitted:
  * pass-through, sequential cutoff, n-miss rule, no free block, or fills
  * not allowed while plain disk writes of the volume are unsynced or
  * write-around is in flight over the range, engine_order.c).
@@ -77,6 +79,35 @@ static int sequential(struct pmc_evol *v, uint64_t off, uint64_t len)
 	return pmc_eng_seq_run(v, &v->seq_r, off, len);
 }
 
+static void submit_span(struct pmc_req_ctx *x, uint32_t start, uint32_t end);
+
+/* a span that read over cached blocks failed: its runs of misses again,
+ * each alone, so an error of the disk under a block the read did not
+ * need (a bad sector a cached write covers) fails nothing. 1 if it was
+ * such a span. */
+static int span_retry_runs(struct pmc_req_ctx *x, uint32_t first, uint32_t end)
+{
+	uint32_t run = UINT32_MAX;
+	int gap = 0;
+
+	for (uint32_t i = first; i < end; i++)
+		gap |= x->blk[i] == HIT_BLK;
+	if (!gap)
+		return 0;
+	for (uint32_t i = first; i <= end; i++) {
+		int miss = i < end && x->blk[i] != HIT_BLK;
+
+		if (run != UINT32_MAX &&
+		    (!miss || (x->blk[i] == NO_BLK) != (x->blk[run] == NO_BLK))) {
+			submit_span(x, run, i);
+			run = UINT32_MAX;
+		}
+		if (miss && run == UINT32_MAX)
+			run = i;
+	}
+	return 1;
+}
+
 static void read_io_done(struct pmc_io *io, int res)
 {
 	struct pmc_req_ctx *x = io->priv;
@@ -85,6 +116,10 @@ static void read_io_done(struct pmc_io *io, int res)
 	uint32_t first = (uint32_t)(io->off / e->bs - x->lba);
 	uint32_t end = first + (uint32_t)(io->len / e->bs);
 
+	if (res && span_retry_runs(x, first, end)) {
+		pmc_eng_sub_done(x); /* the runs hold the request now */
+		return;
+	}
 	/* admitted blocks have blk[] set: publish them clean, then copy out */
 	for (uint32_t i = first; i < end; i++) {
 		uint64_t blk = x->blk[i];
@@ -143,12 +178,63 @@ struct pmc_io *pmc_eng_req_io(struct pmc_req_ctx *x, enum pmc_io_op op, uint32_t
 	return io;
 }
 
-/* blocks [start, end) of x from the disk: into pinned cache blocks when
- * admitted, else straight into the request buffer */
-static void submit_run(struct pmc_req_ctx *x, uint32_t start, uint32_t end, int admitted)
-{
-	struct pmc_io *io = pmc_eng_req_io(x, PMC_IO_READ, start, end, admitted, read_io_done);
+/*
+ * A read's misses reach the disk in one read per span: a span runs from a
+ * miss to the last miss before a stretch of more than this many cached
+ * blocks (or the end of the request, or max_io). The cached blocks inside
+ * it are read too, into the queue's gap sink, and never used: their data
+ * came from pmem. One disk read instead of one per run of misses, which on
+ * an array or a network disk costs far more than the few extra blocks.
+ */
+#define READ_GAP_BYTES (64u << 10)
 
+/* where the disk's data for block i of a span goes */
+static char *span_dest(struct pmc_req_ctx *x, uint32_t i)
+{
+	if (x->blk[i] == HIT_BLK)
+		return x->q->gap_sink;
+	if (x->blk[i] == NO_BLK)
+		return x->buf + (size_t)i * x->q->e->bs;
+	return pmc_cache_block_data(x->q->e->c, x->blk[i]);
+}
+
+/*
+ * Blocks [start, end) of x from the disk in one read: an admitted miss into
+ * its pinned cache block, one not admitted into the request buffer, a hit
+ * (HIT_BLK: already copied out) into the gap sink.
+ */
+static void submit_span(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
+{
+	struct pmc_engine *e = x->q->e;
+	int adm = 0, buf = 0, gap = 0;
+	struct pmc_io *io;
+	int c = 0;
+
+	for (uint32_t i = start; i < end; i++) {
+		if (x->blk[i] == HIT_BLK)
+			gap = 1;
+		else if (x->blk[i] == NO_BLK)
+			buf = 1;
+		else
+			adm = 1;
+	}
+	io = pmc_eng_req_io(x, PMC_IO_READ, start, end, adm && !buf && !gap, read_io_done);
+	if (adm + buf + gap > 1) {
+		for (uint32_t i = start; i < end; i++) {
+			char *p = span_dest(x, i);
+			struct iovec *prev = c ? &x->iov[start + c - 1] : NULL;
+
+			if (prev && p != x->q->gap_sink &&
+			    (char *)prev->iov_base + prev->iov_len == p) {
+				prev->iov_len += e->bs;
+				continue;
+			}
+			x->iov[start + c].iov_base = p;
+			x->iov[start + c].iov_len = e->bs;
+			c++;
+		}
+		io->iovcnt = c;
+	}
 	pmc_eng_submit(x->q, x->req->vol, io);
 }
 
@@ -269,7 +355,7 @@ void pmc_eng_start_read(struct pmc_req_ctx *x)
 	struct pmc_req *req = x->req;
 	struct pmc_evol *v = &e->vols[req->vol];
 	struct pmc_vol_stats *st = &q->stats[req->vol];
-	uint32_t hits = 0, i, run = UINT32_MAX;
+	uint32_t hits = 0, i, run = UINT32_MAX, last = 0, gap_max;
 	int mode = atomic_load(&v->mode);
 	int bypass = mode == PMC_MODE_PASS_THROUGH || !e->c || sequential(v, req->off, req->len);
 
@@ -324,11 +410,12 @@ void pmc_eng_start_read(struct pmc_req_ctx *x)
 	 * fills, ORDERING.md) */
 	if (!bypass)
 		bypass = !pmc_eng_fills_allowed(v) || pmc_eng_around_overlap(e, req->vol, x->lba, x->n);
-	/* runs of misses: admitted blocks read into pmem, others into buf.
-	 * Once a fill finds no block, the rest of the request is not
-	 * admitted: a hand that found no cold block within its short look
-	 * may find one a block later, and a run of misses cut at every
-	 * change would reach the disk in as many reads */
+	/* spans of misses (READ_GAP_BYTES): admitted blocks read into pmem,
+	 * others into buf. Once a fill finds no block, the rest of the
+	 * request is not admitted: a hand that found no cold block within its
+	 * short look may find one a block later, and a request that fills
+	 * some blocks and not others keeps fewer of them */
+	gap_max = READ_GAP_BYTES / e->bs;
 	for (i = 0; i <= x->n; i++) {
 		int miss = i < x->n && x->blk[i] == NO_BLK;
 		int adm = 0;
@@ -347,14 +434,17 @@ void pmc_eng_start_read(struct pmc_req_ctx *x)
 			STAT_ADD(st, admit_blocks, 1);
 		else if (miss)
 			STAT_ADD(st, bypass_blocks, 1);
-		/* close the current run when its kind changes */
+		/* close the current span at the end, at max_io, or once the
+		 * cached blocks since its last miss are too many to read over */
 		if (run != UINT32_MAX &&
-		    (!miss || adm != (x->blk[run] != NO_BLK) || i - run >= e->max_io_blocks)) {
-			submit_run(x, run, i, x->blk[run] != NO_BLK);
+		    (i == x->n || (miss ? i - run >= e->max_io_blocks : i - last > gap_max))) {
+			submit_span(x, run, last + 1);
 			run = UINT32_MAX;
 		}
 		if (miss && run == UINT32_MAX)
 			run = i;
+		if (miss)
+			last = i;
 	}
 	pmc_eng_sub_done(x);
 }

@@ -31,6 +31,11 @@
  *                 sweep before it found and the steps kept wait too, and
  *                 are written back once the disk healed
  *   read_error    failed reads return -EIO and cache nothing; healed, exact
+ *   read_span     a read's misses reach the disk in one read over the
+ *                 cached blocks between them (dirty and clean, returned
+ *                 from pmem, not from the disk), admitted or not; a longer
+ *                 stretch of cached blocks splits it; a bad block of the
+ *                 disk under a cached block fails no read
  *   write_error   write-around, write-through, flush and discard errors
  *                 reach the request; the data is old or new, never garbage
  *   flush_fail    flush_all on a disk that keeps failing: -EIO naming the
@@ -117,6 +122,8 @@ struct fdisk {
 	unsigned ndoomed;
 	unsigned delay_syncs;	/* delay the next N syncs by sync_delay_ns */
 	uint64_t sync_delay_ns;
+	uint64_t bad_lba; /* reads that cover this block fail with -EIO (bad_set) */
+	int bad_set;
 	uint64_t rng;
 	/* what happened */
 	uint64_t submits[4], failed[4], shorts[4], eagains[4], delayed;
@@ -161,6 +168,9 @@ static void fd_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
 			f->max_cover = f->wdone - f->synced_at;
 		f->synced_at = f->wdone;
 	}
+	if (!e && f->bad_set && io->op == PMC_IO_READ && io->off / BS <= f->bad_lba &&
+	    f->bad_lba < (io->off + io->len) / BS)
+		e = EIO;
 	if (e && !f->fail_after_io) {
 		f->failed[io->op]++;
 		if (io->op == PMC_IO_WRITE && f->nfail_ns < FAIL_TIMES_MAX)
@@ -905,6 +915,94 @@ static void sc_read_error(void)
 	free(buf);
 	teardown();
 	printf("ok: read_error\n");
+}
+
+/* the disk reads a read of lba..+n makes, and its data checked: block i
+ * has version ver[i] */
+static uint64_t span_read(struct et_vol *v, uint64_t lba, uint64_t n, const uint64_t *ver)
+{
+	struct fdisk *f = &g_f[0];
+	uint64_t r0 = f->submits[PMC_IO_READ];
+	char *buf = et_alloc(n * BS);
+
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, v->vol, lba, n, buf, 0), 0);
+	for (uint64_t i = 0; i < n; i++)
+		if (et_version(buf + i * BS, v->tag, lba + i) != ver[i])
+			T_FAIL("read %" PRIu64 "+%" PRIu64 ": block %" PRIu64 " is version %" PRIu64
+			       ", not %" PRIu64,
+			       lba, n, lba + i, et_version(buf + i * BS, v->tag, lba + i), ver[i]);
+	free(buf);
+	return f->submits[PMC_IO_READ] - r0;
+}
+
+static void sc_read_span(void)
+{
+	struct pmc_wb_conf wb;
+	struct pmc_volume_conf vc;
+	struct et_vol *v = &g_v[0];
+	struct fdisk *f = &g_f[0];
+	struct pmc_vol_stats s0, s1;
+	enum pmc_block_state st;
+	uint64_t ver[64] = {0}, nr;
+
+	pmc_wb_conf_default(&wb);
+	pmc_volume_conf_default(&vc);
+	vc.admit_after_misses = 2; /* admitted on the second miss: kinds mix */
+	setup("read_span: one disk read per span of misses", 1024, 1, 4096, &wb, &vc);
+	g_no_steps = 1; /* the dirty blocks stay dirty: the disk has version 0 */
+
+	/* 2 and 5 dirty, 7 clean in the cache, 4 missed once before */
+	T_EQ(write_ver(v, 2, 1, 5, 0), 0);
+	T_EQ(write_ver(v, 5, 1, 6, 0), 0);
+	T_EQ(span_read(v, 7, 1, ver), 1);
+	T_EQ(span_read(v, 7, 1, ver), 1); /* second miss: admitted */
+	T_EQ(span_read(v, 4, 1, ver), 1);
+	T_TRUE(cached(v, 7, &st) && st == PMC_BLK_CLEAN);
+	T_TRUE(!cached(v, 4, &st));
+	ver[2] = 5, ver[5] = 6;
+	nr = span_read(v, 0, 10, ver);
+	printf("read of 10 blocks, 3 cached among them: %" PRIu64 " disk read(s)\n", nr);
+	T_EQ(nr, 1);
+	T_TRUE(cached(v, 4, &st) && st == PMC_BLK_CLEAN); /* its second miss */
+	T_TRUE(cached(v, 2, &st) && st == PMC_BLK_DIRTY);
+	T_TRUE(cached(v, 5, &st) && st == PMC_BLK_DIRTY);
+
+	/* more cached blocks in a row than a span reads over: two reads */
+	memset(ver, 0, sizeof(ver));
+	T_EQ(write_ver(v, 101, 20, 8, 0), 0);
+	for (unsigned i = 1; i <= 20; i++)
+		ver[i] = 8;
+	nr = span_read(v, 100, 22, ver);
+	printf("read of 22 blocks, 20 cached in a row: %" PRIu64 " disk reads\n", nr);
+	T_EQ(nr, 2);
+
+	/* a bad block of the disk under a cached block fails no read, and
+	 * is no error of the volume; one under a miss still does */
+	memset(ver, 0, sizeof(ver));
+	T_EQ(write_ver(v, 202, 1, 9, 0), 0);
+	ver[2] = 9;
+	f->bad_lba = 202;
+	f->bad_set = 1;
+	et_stats(g_t.e, v->vol, &s0);
+	nr = span_read(v, 200, 6, ver);
+	et_stats(g_t.e, v->vol, &s1);
+	printf("read of 6 blocks over a bad block that is cached: %" PRIu64 " disk reads\n", nr);
+	T_EQ(nr, 3); /* the span, then 200-201 and 203-205 alone */
+	T_EQ(s1.read_errors - s0.read_errors, 0);
+	T_EQ(pmc_engine_volume_error(g_t.e, v->vol), 0);
+	f->bad_lba = 301;
+	{
+		char *buf = et_alloc(4 * BS);
+
+		T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, v->vol, 300, 4, buf, 0), -EIO);
+		free(buf);
+	}
+	f->bad_set = 0;
+	for (uint64_t lba = 300; lba < 304; lba++)
+		if (cached(v, lba, &st))
+			T_FAIL("block %" PRIu64 ": cached after a failed read", lba);
+	teardown();
+	printf("ok: read_span\n");
 }
 
 static void sc_write_error(void)
@@ -2071,17 +2169,18 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } scenarios[] = {
-	{"refusals", sc_refusals},   {"wb_error", sc_wb_error},
-	{"wb_backoff", sc_wb_backoff}, {"wb_fair", sc_wb_fair},
-	{"wb_window", sc_wb_window}, {"wb_kept", sc_wb_kept}, {"wb_rebuild", sc_wb_rebuild},
-	{"read_error", sc_read_error}, {"write_error", sc_write_error},
-	{"flush_fail", sc_flush_fail}, {"short_eagain", sc_short_eagain},
-	{"latency", sc_latency},     {"nospace", sc_nospace},
-	{"wb_order", sc_wb_order},   {"around_dirty", sc_around_dirty},
-	{"wb_race", sc_wb_race},     {"durable", sc_durable},
-	{"wb_sync", sc_wb_sync},     {"wb_sync_fail", sc_wb_sync_fail},
-	{"seq_bypass", sc_seq_bypass}, {"wb_pace", sc_wb_pace},
-	{"stale_error", sc_stale_error}, {"wb_batch", sc_wb_batch},
+    {"refusals", sc_refusals},	     {"wb_error", sc_wb_error},
+    {"wb_backoff", sc_wb_backoff},   {"wb_fair", sc_wb_fair},
+    {"wb_window", sc_wb_window},     {"wb_kept", sc_wb_kept},
+    {"wb_rebuild", sc_wb_rebuild},   {"read_error", sc_read_error},
+    {"read_span", sc_read_span},     {"write_error", sc_write_error},
+    {"flush_fail", sc_flush_fail},   {"short_eagain", sc_short_eagain},
+    {"latency", sc_latency},	     {"nospace", sc_nospace},
+    {"wb_order", sc_wb_order},	     {"around_dirty", sc_around_dirty},
+    {"wb_race", sc_wb_race},	     {"durable", sc_durable},
+    {"wb_sync", sc_wb_sync},	     {"wb_sync_fail", sc_wb_sync_fail},
+    {"seq_bypass", sc_seq_bypass},   {"wb_pace", sc_wb_pace},
+    {"stale_error", sc_stale_error}, {"wb_batch", sc_wb_batch},
 };
 
 int main(int argc, char **argv)
