@@ -411,10 +411,9 @@ void pmc_eng_start_read(struct pmc_req_ctx *x)
 	if (!bypass)
 		bypass = !pmc_eng_fills_allowed(v) || pmc_eng_around_overlap(e, req->vol, x->lba, x->n);
 	/* spans of misses (READ_GAP_BYTES): admitted blocks read into pmem,
-	 * others into buf. Once a fill finds no block, the rest of the
-	 * request is not admitted: a hand that found no cold block within its
-	 * short look may find one a block later, and a request that fills
-	 * some blocks and not others keeps fewer of them */
+	 * others into buf, in the same disk read. Once a fill finds no
+	 * block, the rest of the request is not admitted: the hand's look
+	 * would be paid again for every block, each likely to fail too */
 	gap_max = READ_GAP_BYTES / e->bs;
 	for (i = 0; i <= x->n; i++) {
 		int miss = i < x->n && x->blk[i] == NO_BLK;
