@@ -22,6 +22,17 @@
  * is persistent: a benchmark device, not a disk. Control commands use
  * lib/ublk.h.
  *
+ * With -F DISK it is instead the floor of any ublk server in front of that
+ * disk (a plain ublk loop target, "ublkloop" in the peer benchmark): every
+ * request is forwarded to DISK with io_uring, O_DIRECT, through the tag's
+ * buffer (a READ reads the disk into it and then hands it to the request,
+ * a WRITE takes the request's data into it and then writes the disk; with
+ * user copy each hand-over is one pwrite or pread of /dev/ublkcN), a FUA
+ * write is RWF_DSYNC and a FLUSH an fdatasync, both through the same ring;
+ * the device advertises a volatile cache and FUA, as the disk has them.
+ * Nothing is cached: what a ublk cache in front of DISK costs beyond it is
+ * its own work.
+ *
  * usage: pmc-ublk-ceiling [-d ID] [-s MIB] [-q QUEUES] [-D DEPTH] [-m KIB] [-b]
  *   -d ID      ublk device id (default: the driver chooses)
  *   -s MIB     device size (default 1024)
@@ -29,11 +40,14 @@
  *   -D DEPTH   tags per queue (default 128, as pmcached)
  *   -m KIB     largest request (default 1024)
  *   -b         tag buffers even where the driver has user copy
+ *   -F DISK    forward every request to DISK (a block device or a file)
+ *              instead of serving it from RAM; the device size defaults to
+ *              DISK's
  *   -M MIB:PATH the RAM is a shared mapping of MIB MiB of PATH (a devdax
  *              device: what page pinning costs on pmem against anonymous
  *              memory); device offsets wrap at MIB, so data is not kept
  * Prints "ready: /dev/ublkbN queues Q depth D max_io K KiB ring flags F
- * copy user|tag-buffers"
+ * copy user|tag-buffers[ forward DISK]"
  * once the device is live, serves until SIGTERM or SIGINT, then stops and
  * deletes it and prints the requests served per queue. Exit 0, or 1 with
  * one line naming what failed.
@@ -77,9 +91,15 @@ static struct {
 	uint64_t size;
 	char *ram;
 	uint64_t ram_len; /* g.size, or the -M mapping's length (offsets wrap) */
+	int disk_fd;	  /* -F: the disk every request goes to, fixed file 1; else -1 */
 	volatile int stopping;
 	struct ceil_queue *q;
-} g = {.cdev_fd = -1, .nr_queues = 2, .depth = 128, .max_io = 1 << 20, .size = 1ULL << 30};
+} g = {.cdev_fd = -1,
+       .disk_fd = -1,
+       .nr_queues = 2,
+       .depth = 128,
+       .max_io = 1 << 20,
+       .size = 1ULL << 30};
 
 /* one FETCH or COMMIT_AND_FETCH of tag on the queue's ring, on fixed file 0 */
 static void prep_io_cmd(struct ceil_queue *q, int commit, uint16_t tag, int32_t result)
@@ -148,6 +168,68 @@ static int32_t serve(struct ceil_queue *q, uint16_t tag)
 	}
 }
 
+/* -F: a disk I/O's user_data is its tag with this bit; a ublk command's
+ * is the tag alone */
+#define UD_DISK (1u << 16)
+
+/* -F: start forwarding the request of tag to the disk. Returns 0 once its
+ * disk I/O is prepared (the commit comes with its completion), else the
+ * request's result to commit now. */
+static int32_t fwd_start(struct ceil_queue *q, uint16_t tag)
+{
+	const struct ublksrv_io_desc *d = &q->descs[tag];
+	uint64_t off = d->start_sector << 9, len = (uint64_t)d->nr_sectors << 9;
+	char *buf = q->bufs + (size_t)tag * g.max_io;
+	uint8_t op = ublksrv_get_op(d);
+	struct io_uring_sqe *sqe;
+
+	if (op != UBLK_IO_OP_FLUSH && op != UBLK_IO_OP_READ && op != UBLK_IO_OP_WRITE)
+		return -EOPNOTSUPP;
+	if (op != UBLK_IO_OP_FLUSH && (off > g.size || len > g.size - off || len > g.max_io))
+		return -EIO;
+	/* the request's data into the tag buffer before the disk write */
+	if (op == UBLK_IO_OP_WRITE && g.user_copy &&
+	    pread(g.cdev_fd, buf, len, (off_t)pmc_ublk_user_copy_pos(q->q_id, tag)) != (ssize_t)len)
+		return -EIO;
+	/* the ring has room for a disk I/O of every tag beside its command */
+	sqe = io_uring_get_sqe(&q->ring);
+	if (!sqe)
+		abort();
+	if (op == UBLK_IO_OP_FLUSH) {
+		io_uring_prep_fsync(sqe, 1, IORING_FSYNC_DATASYNC);
+	} else if (op == UBLK_IO_OP_READ) {
+		io_uring_prep_read(sqe, 1, buf, (unsigned)len, off);
+	} else {
+		io_uring_prep_write(sqe, 1, buf, (unsigned)len, off);
+		if (ublksrv_get_flags(d) & (UBLK_IO_F_FUA >> 8))
+			sqe->rw_flags = RWF_DSYNC;
+	}
+	sqe->flags |= IOSQE_FIXED_FILE;
+	sqe->user_data = tag | UD_DISK;
+	return 0;
+}
+
+/* -F: the disk I/O of tag completed with res: the request's result */
+static int32_t fwd_done(struct ceil_queue *q, uint16_t tag, int32_t res)
+{
+	const struct ublksrv_io_desc *d = &q->descs[tag];
+	uint64_t len = (uint64_t)d->nr_sectors << 9;
+	uint8_t op = ublksrv_get_op(d);
+
+	if (res < 0)
+		return res;
+	if (op == UBLK_IO_OP_FLUSH)
+		return 0;
+	if ((uint64_t)res != len)
+		return -EIO;
+	/* the data read from the disk to the request */
+	if (op == UBLK_IO_OP_READ && g.user_copy &&
+	    pwrite(g.cdev_fd, q->bufs + (size_t)tag * g.max_io, len,
+		   (off_t)pmc_ublk_user_copy_pos(q->q_id, tag)) != (ssize_t)len)
+		return -EIO;
+	return res;
+}
+
 static int ring_init(struct ceil_queue *q)
 {
 	static const unsigned tries[] = {
@@ -161,7 +243,9 @@ static int ring_init(struct ceil_queue *q)
 	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
 		struct io_uring_params p = {.flags = tries[i]};
 
-		rc = io_uring_queue_init_params(g.depth, &q->ring, &p);
+		/* -F: a disk I/O per tag beside its command */
+		rc = io_uring_queue_init_params(g.disk_fd >= 0 ? 2u * g.depth : g.depth, &q->ring,
+						&p);
 		if (!rc) {
 			q->ring_flags = tries[i];
 			return 0;
@@ -179,6 +263,7 @@ static void *queue_main(void *arg)
 	struct ceil_queue *q = arg;
 	struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000 * 1000};
 	unsigned outstanding = g.depth, idle = 0;
+	int fds[2] = {g.cdev_fd, g.disk_fd};
 	int rc;
 
 	rc = ring_init(q);
@@ -186,10 +271,10 @@ static void *queue_main(void *arg)
 		__atomic_store_n(&q->ready, rc, __ATOMIC_RELEASE);
 		return NULL;
 	}
-	rc = io_uring_register_files(&q->ring, &g.cdev_fd, 1);
+	rc = io_uring_register_files(&q->ring, fds, g.disk_fd >= 0 ? 2 : 1);
 	if (rc) {
-		snprintf(q->msg, sizeof(q->msg), "queue %u: register /dev/ublkc%u: %s", q->q_id,
-			 g.dev_id, strerror(-rc));
+		snprintf(q->msg, sizeof(q->msg), "queue %u: register /dev/ublkc%u%s: %s", q->q_id,
+			 g.dev_id, g.disk_fd >= 0 ? " and the disk" : "", strerror(-rc));
 		io_uring_queue_exit(&q->ring);
 		__atomic_store_n(&q->ready, rc, __ATOMIC_RELEASE);
 		return NULL;
@@ -219,14 +304,25 @@ static void *queue_main(void *arg)
 		io_uring_for_each_cqe(&q->ring, head, cqe)
 		{
 			uint16_t tag = (uint16_t)cqe->user_data;
+			int32_t res;
 
 			n++;
+			if (cqe->user_data & UD_DISK) {
+				prep_io_cmd(q, 1, tag, fwd_done(q, tag, cqe->res));
+				q->served++;
+				continue;
+			}
 			if (cqe->res != UBLK_IO_RES_OK) {
 				outstanding--; /* ABORT: the device is going away */
 				continue;
 			}
-			prep_io_cmd(q, 1, tag, serve(q, tag));
-			q->served++;
+			if (g.disk_fd < 0) {
+				prep_io_cmd(q, 1, tag, serve(q, tag));
+				q->served++;
+			} else if ((res = fwd_start(q, tag)) != 0) {
+				prep_io_cmd(q, 1, tag, res);
+				q->served++;
+			}
 		}
 		io_uring_cq_advance(&q->ring, n);
 	}
@@ -247,7 +343,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: pmc-ublk-ceiling [-d ID] [-s MIB] [-q QUEUES] [-D DEPTH] [-m KIB] [-b]\n"
-		"                        [-M MIB:PATH]\n");
+		"                        [-M MIB:PATH | -F DISK]\n");
 	exit(2);
 }
 
@@ -261,11 +357,15 @@ int main(int argc, char **argv)
 	uint16_t nq_started = 0;
 	uint64_t v;
 	int tag_bufs = 0;
-	const char *mem_path = NULL;
+	const char *mem_path = NULL, *disk_path = NULL;
+	int size_given = 0;
 	sigset_t ss;
 
-	while ((o = getopt(argc, argv, "d:s:q:D:m:bM:")) != -1) {
+	while ((o = getopt(argc, argv, "d:s:q:D:m:bM:F:")) != -1) {
 		switch (o) {
+		case 'F':
+			disk_path = optarg;
+			break;
 		case 'M': {
 			char *colon = strchr(optarg, ':');
 
@@ -290,6 +390,7 @@ int main(int argc, char **argv)
 			if (parse_u(optarg, 1, 1 << 20, &v))
 				usage();
 			g.size = v << 20;
+			size_given = 1;
 			break;
 		case 'q':
 			if (parse_u(optarg, 1, 64, &v))
@@ -310,10 +411,29 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (optind != argc)
+	if (optind != argc || (mem_path && disk_path))
 		usage();
 
-	if (mem_path) {
+	if (disk_path) {
+		off_t end;
+
+		g.disk_fd = open(disk_path, O_RDWR | O_DIRECT);
+		end = g.disk_fd < 0 ? -1 : lseek(g.disk_fd, 0, SEEK_END);
+		if (end < 0) {
+			fprintf(stderr, "pmc-ublk-ceiling: %s: %s\n", disk_path, strerror(errno));
+			return 1;
+		}
+		if (!size_given)
+			g.size = (uint64_t)end & ~4095ULL;
+		if (g.size == 0 || g.size > (uint64_t)end) {
+			fprintf(stderr,
+				"pmc-ublk-ceiling: %s: %" PRIu64
+				" bytes, not enough for a device of %" PRIu64 " MiB\n",
+				disk_path, (uint64_t)end, g.size >> 20);
+			return 1;
+		}
+		g.ram = NULL; /* no RAM: every request goes to the disk */
+	} else if (mem_path) {
 		int fd = open(mem_path, O_RDWR);
 
 		g.ram = fd < 0 ? MAP_FAILED
@@ -356,6 +476,8 @@ int main(int argc, char **argv)
 	p.basic.io_opt_shift = 12;
 	p.basic.max_sectors = g.max_io >> 9;
 	p.basic.dev_sectors = g.size >> 9;
+	if (g.disk_fd >= 0) /* flushes and FUA pass to the disk */
+		p.basic.attrs = UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA;
 	if (pmc_ublk_set_params(ctrl, g.dev_id, &p, &err) ||
 	    pmc_ublk_open_cdev(g.dev_id, 5000, &g.cdev_fd, &err))
 		goto out_del;
@@ -366,7 +488,7 @@ int main(int argc, char **argv)
 		q->descs = pmc_ublk_map_descs(g.cdev_fd, i, g.depth, &err);
 		if (!q->descs)
 			goto out_stop;
-		if (g.user_copy)
+		if (g.user_copy && g.disk_fd < 0)
 			q->bufs = NULL; /* the data moves by pread/pwrite of the device */
 		else
 			q->bufs = mmap(NULL, (size_t)g.depth * g.max_io, PROT_READ | PROT_WRITE,
@@ -392,9 +514,10 @@ int main(int argc, char **argv)
 	if (pmc_ublk_start(ctrl, g.dev_id, &err))
 		goto out_stop;
 	started = 1;
-	printf("ready: /dev/ublkb%u queues %u depth %u max_io %u KiB ring flags 0x%x copy %s\n",
+	printf("ready: /dev/ublkb%u queues %u depth %u max_io %u KiB ring flags 0x%x copy %s%s%s\n",
 	       g.dev_id, g.nr_queues, g.depth, g.max_io >> 10, g.q[0].ring_flags,
-	       g.user_copy ? "user" : "tag-buffers");
+	       g.user_copy ? "user" : "tag-buffers", disk_path ? " forward " : "",
+	       disk_path ? disk_path : "");
 	fflush(stdout);
 	sigwait(&ss, &o);
 	rc = 0;
@@ -421,6 +544,8 @@ out_stop:
 	/* DEL_DEV waits until nothing holds /dev/ublkcN open */
 	if (g.cdev_fd >= 0)
 		close(g.cdev_fd);
+	if (g.disk_fd >= 0)
+		close(g.disk_fd);
 out_del:
 	if (pmc_ublk_del(ctrl, g.dev_id, rc ? &(struct pmc_err){0} : &err))
 		rc = 1;

@@ -15,9 +15,11 @@ disks' block-layer counters before the replay and after each pass). Prints:
   latency in the block layer, for reads, writes and flushes);
 - one `name: value` line per figure: pmcache_vs_PEER_JOB = pmcache IOPS /
   PEER IOPS (for flush: write-back MiB/s over the peer's), all from the same
-  guest run, ublkceiling (the RAM-backed ublk target) among the peers;
+  guest run, ublkceiling (the RAM-backed ublk target) and ublkloop (the
+  same target forwarding every request to the disk) among the peers;
   replay_passN_s_SYSTEM, replay_read_hit_pct_SYSTEM (both passes),
-  replay_passN_vs_dmwritecache_SYSTEM (time over dm-writecache's);
+  replay_passN_vs_dmwritecache_SYSTEM and replay_passN_vs_ublkloop_SYSTEM
+  (time over dm-writecache's, over the loop's);
 - the paired runs (pmcache, the ceiling and dm-writecache live side by
   side, each round running a job once on each, OUT/SYSTEM/paired_JOB_R.json):
   every round's IOPS and ratios, and pmcache_vs_PEER_JOB_paired, the
@@ -33,10 +35,12 @@ import re
 import statistics
 import sys
 
-SYSTEMS = ["pmcache", "ublkceiling", "dmwritecache", "bcache", "rawnvme"]
+SYSTEMS = ["pmcache", "ublkceiling", "ublkloop", "dmwritecache", "bcache", "rawnvme"]
 # the ceiling replays too: every request a hit in RAM behind the ublk
-# transport, the floor of any ublk cache's time on the trace
-REPLAY_SYSTEMS = ["pmcache", "ublkceiling", "dmwritecache", "bcache", "rawnvme"]
+# transport, the floor of any ublk cache's time on the trace; and the loop
+# (every request forwarded to the disk through the same transport): what
+# any ublk server in front of the disk pays before it caches anything
+REPLAY_SYSTEMS = ["pmcache", "ublkceiling", "ublkloop", "dmwritecache", "bcache", "rawnvme"]
 JOBS = ["randwrite_qd1", "randwrite_qd32", "randwrite_qd32_2j", "randread_warm",
         "randread_warm_2j", "randrw70", "seqwrite_1m"]
 HEADLINE = [
@@ -279,7 +283,7 @@ def main():
         f = fl[s]
         if f:
             print(f"| {s} | {f['mib']:.0f} MiB | {f['s']:.2f} | {f['mibs']:.1f} |")
-        elif s not in ("rawnvme", "ublkceiling"):
+        elif s not in ("rawnvme", "ublkceiling", "ublkloop"):
             print(f"| {s} | - | - | - |")
     print()
     print("| system | replay | seconds | read hit % | read MiB | write MiB |")
@@ -318,7 +322,7 @@ def main():
         if a and b and b["mibs"] > 0:
             fig[f"pmcache_vs_{peer}_flush"] = a["mibs"] / b["mibs"]
     # the peers' own ratios to the ceiling, to read pmcache's beside them
-    for peer in ("dmwritecache", "bcache", "rawnvme"):
+    for peer in ("ublkloop", "dmwritecache", "bcache", "rawnvme"):
         for j in JOBS:
             a, b = res[(peer, j)], res[("ublkceiling", j)]
             if a and b and b["iops"] > 0:
@@ -330,9 +334,10 @@ def main():
                 fig[f"replay_pass{p}_s_{s}"] = x["s"]
                 if x["hit"] is not None:
                     fig[f"replay_pass{p}_read_hit_pct_{s}"] = x["hit"]
-                ref = (rp["dmwritecache"] or {}).get(p)
-                if s != "dmwritecache" and ref and ref["s"] > 0:
-                    fig[f"replay_pass{p}_vs_dmwritecache_{s}"] = x["s"] / ref["s"]
+                for base in ("dmwritecache", "ublkloop"):
+                    ref = (rp[base] or {}).get(p)
+                    if s != base and ref and ref["s"] > 0:
+                        fig[f"replay_pass{p}_vs_{base}_{s}"] = x["s"] / ref["s"]
         a, b = counters(out, s, 0), counters(out, s, 2)
         h = hit_pct(s, a, b)
         if h is not None:

@@ -1,7 +1,8 @@
 #!/bin/bash
 # run-peers.sh - pmcache against dm-writecache, bcache and the raw NVMe disk,
 # and against pmc-ublk-ceiling, a RAM-backed ublk target (the ceiling of the
-# ublk transport): one guest boot runs the same fio jobs and the replay job
+# ublk transport), and the same target forwarding every request to the disk
+# (ublkloop: the floor of any ublk server in front of it): one guest boot runs the same fio jobs and the replay job
 # on each (tests/vm/guest/t-bench.sh), then the paired runs (the jobs of the
 # goals with pmcache, the ceiling and dm-writecache live side by side, run
 # in turn round by round), then report.py prints the tables, the ratios and
@@ -23,7 +24,7 @@
 #               CTest, which also passes --disk-delay-ms 1)
 #   --systems LIST
 #               only these systems (comma-separated, pmcache among them; default
-#               pmcache,ublkceiling,dmwritecache,bcache,rawnvme), for a shorter run
+#               pmcache,ublkceiling,ublkloop,dmwritecache,bcache,rawnvme), for a shorter run
 #   --disk-delay-ms N
 #               dm-delay under the backing disk of every system: N ms more
 #               per disk I/O (2: a disk array or a network disk). A full run
@@ -66,7 +67,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../../.." && pwd)
 BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0 NVMF=0 JOBS=all SETS= PERF=0 RCMIB=
-ALL=pmcache,ublkceiling,dmwritecache,bcache,rawnvme SYSTEMS=
+ALL=pmcache,ublkceiling,ublkloop,dmwritecache,bcache,rawnvme SYSTEMS=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-B) BUILD=$2; shift ;;
@@ -198,11 +199,13 @@ echo "run-peers: guest exit $rc after $(($(date +%s) - t0)) s; results in $OUT"
 python3 "$SRC/report.py" "$OUT" | tee "$OUT/report.txt"
 NEED="pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_warm
 	pmcache_vs_bcache_randread_warm pmcache_vs_rawnvme_randwrite_qd32
+	pmcache_vs_ublkloop_randread_warm pmcache_vs_ublkloop_randwrite_qd32
 	pmcache_vs_dmwritecache_randwrite_qd32_2j pmcache_vs_rawnvme_randread_warm_2j
 	replay_pass1_s_pmcache replay_pass2_s_pmcache replay_pass1_s_dmwritecache
 	replay_pass2_s_dmwritecache replay_pass1_s_bcache replay_pass2_s_bcache
 	replay_pass1_s_rawnvme replay_pass2_s_rawnvme replay_read_hit_pct_pmcache
-	replay_read_hit_pct_dmwritecache"
+	replay_read_hit_pct_dmwritecache replay_pass1_s_ublkloop replay_pass2_s_ublkloop
+	replay_pass1_vs_ublkloop_pmcache replay_pass2_vs_ublkloop_pmcache"
 # every job and the replay against the ceiling where the guest ran it
 # (t-bench.sh leaves it out of a delayed full run, and of a full run's
 # replay), as env.txt says
@@ -234,8 +237,8 @@ else
 fi
 for r in $NEED; do
 	# figures of systems left out by --systems
-	case $r in *ublkceiling* | *dmwritecache* | *bcache* | *rawnvme*)
-		s=$(echo "$r" | grep -Eo 'ublkceiling|dmwritecache|bcache|rawnvme')
+	case $r in *ublkceiling* | *ublkloop* | *dmwritecache* | *bcache* | *rawnvme*)
+		s=$(echo "$r" | grep -Eo 'ublkceiling|ublkloop|dmwritecache|bcache|rawnvme')
 		case ,${SYSTEMS:-$ALL}, in *,$s,*) ;; *) continue ;; esac ;;
 	esac
 	grep -Eq "^$r: [0-9.]+$" "$OUT/report.txt" || { echo "run-peers: FAIL: no figure $r"; exit 1; }

@@ -4,6 +4,9 @@
 #   pmcache        /dev/ublkb0: pmcached over /dev/dax0.0, one write-back volume
 #   ublkceiling    /dev/ublkb1: pmc-ublk-ceiling, a RAM-backed ublk target with
 #                  pmcached's queue geometry: the ceiling of the ublk transport
+#   ublkloop       /dev/ublkb2: pmc-ublk-ceiling -F, the same target forwarding
+#                  every request to the disk (no cache): the floor of any ublk
+#                  server in front of it, transport and disk together
 #   dmwritecache   /dev/mapper/wc: dm-writecache, pmem mode, over the pmem block device
 #   bcache         /dev/bcache0: bcache, writeback, the pmem block device as cache
 #   rawnvme        the NVMe disk itself
@@ -22,7 +25,7 @@
 # randwrite_qd1, randwrite_qd32 (own region), randwrite_qd32_2j (two jobs),
 # seqwrite_1m (1 MiB, QD4) and then the time to write back a fixed amount
 # of dirty 4K random data (caches only).
-# Then the replay job (caches, the raw disk and the ceiling): both NVDIMMs get a
+# Then the replay job (caches, the raw disk, the loop and the ceiling): both NVDIMMs get a
 # namespace of REPLAY_CACHE MiB, about a quarter of the footprint of the
 # block trace pmc-trace-gen writes, and each system replays it twice with
 # fio --read_iolog --replay_no_stall at QD32, from an empty cache, the
@@ -54,7 +57,7 @@ esac
 OFF_WW=256 OFF_SEQ=512 OFF_FL=896
 # SYSTEMS_LIST (comma-separated, default all) picks systems; the replay
 # runs on those of them that have a disk
-SYSTEMS=$(echo "${4:-pmcache,ublkceiling,dmwritecache,bcache,rawnvme}" | tr ',' ' ')
+SYSTEMS=$(echo "${4:-pmcache,ublkceiling,ublkloop,dmwritecache,bcache,rawnvme}" | tr ',' ' ')
 # the replay runs on the ceiling too: a RAM disk behind the ublk
 # transport, every request a hit, the floor of any ublk cache's time.
 # Not in a full run: its trace touches 867 MiB, which the ceiling holds in
@@ -296,6 +299,31 @@ dirty_of() {
 	esac
 }
 
+# ublk_tool SYS ID ARGS...: pmc-ublk-ceiling ARGS as /dev/ublkbID, PID and
+# DEV set once it is ready and serves data
+ublk_tool() {
+	_sys=$1 _log=$OUT/$1/ceiling.log _id=$2
+	shift 2
+	# emptied here, not only by the redirection below: the loop could
+	# otherwise read the "ready:" of an earlier set-up (the replay's)
+	# before the new process truncates the file
+	: >$_log
+	pmc-ublk-ceiling -d $_id "$@" >>$_log 2>&1 &
+	PID=$!
+	for _i in $(seq 1 300); do
+		grep -q "^ready:" $_log && break
+		kill -0 $PID 2>/dev/null || break
+		sleep 0.1
+	done
+	grep "^ready:" $_log || { cat $_log; return 1; }
+	DEV=/dev/ublkb$_id
+	# it serves data: 4 MiB written at 900 MiB read back equal
+	dd if=/dev/urandom of=/tmp/pat bs=1M count=4 2>/dev/null
+	dd if=/tmp/pat of=$DEV bs=1M seek=900 oflag=direct 2>/dev/null &&
+		dd if=$DEV of=/tmp/back bs=1M skip=900 count=4 iflag=direct 2>/dev/null &&
+		cmp /tmp/pat /tmp/back || { bad "$_sys: read-back mismatch"; return 1; }
+}
+
 setup() {
 	case $1 in
 	pmcache)
@@ -310,26 +338,8 @@ EOC
 		pmcached_start /tmp/pmcached.conf $OUT/pmcache/pmcached.log || return 1
 		pmc_sets || return 1
 		DEV=/dev/ublkb0 ;;
-	ublkceiling)
-		# emptied here, not only by the redirection below: the loop could
-		# otherwise read the "ready:" of an earlier set-up (the replay's)
-		# before the new process truncates the file
-		: >$OUT/ublkceiling/ceiling.log
-		pmc-ublk-ceiling -d 1 -s $(($(blockdev --getsize64 $D) >> 20)) \
-			>>$OUT/ublkceiling/ceiling.log 2>&1 &
-		PID=$!
-		for _i in $(seq 1 300); do
-			grep -q "^ready:" $OUT/ublkceiling/ceiling.log && break
-			kill -0 $PID 2>/dev/null || break
-			sleep 0.1
-		done
-		grep "^ready:" $OUT/ublkceiling/ceiling.log || { cat $OUT/ublkceiling/ceiling.log; return 1; }
-		DEV=/dev/ublkb1
-		# it serves data: 4 MiB written at 900 MiB read back equal
-		dd if=/dev/urandom of=/tmp/pat bs=1M count=4 2>/dev/null
-		dd if=/tmp/pat of=$DEV bs=1M seek=900 oflag=direct 2>/dev/null &&
-			dd if=$DEV of=/tmp/back bs=1M skip=900 count=4 iflag=direct 2>/dev/null &&
-			cmp /tmp/pat /tmp/back || { bad "ublkceiling: read-back mismatch"; return 1; } ;;
+	ublkceiling) ublk_tool ublkceiling 1 -s $(($(blockdev --getsize64 $D) >> 20)) ;;
+	ublkloop) ublk_tool ublkloop 2 -F $D ;;
 	dmwritecache)
 		wipe "$PMEM"
 		dmsetup create --noudevsync wc --table "0 $(blockdev --getsz $D) writecache p $D $PMEM 4096 0" ||
@@ -360,7 +370,7 @@ EOC
 
 teardown() {
 	case $1 in
-	pmcache | ublkceiling)
+	pmcache | ublkceiling | ublkloop)
 		kill -TERM $PID
 		for _i in $(seq 1 600); do kill -0 $PID 2>/dev/null || break; sleep 0.2; done
 		wait $PID || bad "$1: exit $? after SIGTERM" ;;
@@ -406,7 +416,8 @@ for S in $SYSTEMS; do
 		--size=${WW}M $(timed) $(two_jobs)
 	fio_job $S seqwrite_1m --rw=write --bs=1M --iodepth=4 --offset=${OFF_SEQ}M --size=${SEQ}M $(timed)
 	[ $S = pmcache ] && pmc-vm-ctl $SOCK '{"cmd":"stats"}' >$OUT/pmcache/stats.json
-	if [ $S != rawnvme ] && [ $S != ublkceiling ] && want_job flush; then
+	case $S in rawnvme | ublkceiling | ublkloop) _cache= ;; *) _cache=1 ;; esac
+	if [ -n "$_cache" ] && want_job flush; then
 		# write-back of FL MiB of dirty 4K blocks, each written once.
 		# bcache's writeback thread pauses writeback_delay (30 s) after each
 		# pass over its index, and a flush would mostly measure that pause
@@ -550,7 +561,7 @@ counters() {
 		for _f in cache_hits cache_misses cache_bypass_hits cache_bypass_misses; do
 			echo "$_f=$(cat $BC/stats_total/$_f)"
 		done ;;
-	rawnvme) echo none ;;
+	rawnvme | ublkloop) echo none ;;
 	esac
 }
 
