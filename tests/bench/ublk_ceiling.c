@@ -491,8 +491,12 @@ int main(int argc, char **argv)
 		if (g.user_copy && g.disk_fd < 0)
 			q->bufs = NULL; /* the data moves by pread/pwrite of the device */
 		else
+			/* -F: faulted in now, so that no request pays a page
+			 * fault the servers it is the floor of do not */
 			q->bufs = mmap(NULL, (size_t)g.depth * g.max_io, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+				       MAP_PRIVATE | MAP_ANONYMOUS |
+					   (g.disk_fd >= 0 ? MAP_POPULATE : MAP_NORESERVE),
+				       -1, 0);
 		if (q->bufs == MAP_FAILED) {
 			q->bufs = NULL;
 			pmc_err_set(&err, errno, "queue %u: tag buffers: %s", i, strerror(errno));
