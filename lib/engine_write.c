@@ -73,26 +73,18 @@ void pmc_eng_around_done(struct pmc_io *io, int res)
 static int around_inval_clean(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
 {
 	struct pmc_engine *e = x->q->e;
-	uint32_t vol = x->req->vol;
 	int dirty = 0;
 
-	for (uint32_t i = start; i < end; i++) {
-		enum pmc_block_state st;
-		uint64_t blk;
-
-		x->blk[i] = NO_BLK;
-		if (!e->c)
-			continue;
-		if (pmc_cache_lookup_pin(e->c, vol, x->lba + i, &blk, &st) == 0) {
-			pmc_cache_unpin(e->c, blk);
-			if (st == PMC_BLK_DIRTY) {
-				x->blk[i] = blk;
-				dirty = 1;
-				continue;
-			}
-		}
-		pmc_cache_invalidate(e->c, vol, x->lba + i, 1);
+	if (!e->c) {
+		for (uint32_t i = start; i < end; i++)
+			x->blk[i] = NO_BLK;
+		return 0;
 	}
+	/* one look per block, under the lock that drops it (NO_BLK is the
+	 * cache's "none") */
+	pmc_cache_invalidate_clean(e->c, x->req->vol, x->lba + start, end - start, &x->blk[start]);
+	for (uint32_t i = start; i < end && !dirty; i++)
+		dirty = x->blk[i] != NO_BLK;
 	return dirty;
 }
 
