@@ -92,20 +92,7 @@ static int around_inval_clean(struct pmc_req_ctx *x, uint32_t start, uint32_t en
  * CLEAN now; a DIRTY one (noted or newer) stays */
 void pmc_eng_around_recheck(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
 {
-	struct pmc_engine *e = x->q->e;
-	uint32_t vol = x->req->vol;
-
-	for (uint32_t i = start; i < end; i++) {
-		enum pmc_block_state st;
-		uint64_t blk;
-
-		if (pmc_cache_lookup_pin(e->c, vol, x->lba + i, &blk, &st) == 0) {
-			pmc_cache_unpin(e->c, blk);
-			if (st == PMC_BLK_DIRTY)
-				continue;
-		}
-		pmc_cache_invalidate(e->c, vol, x->lba + i, 1);
-	}
+	pmc_cache_invalidate_clean(x->q->e->c, x->req->vol, x->lba + start, end - start, NULL);
 }
 
 /*

@@ -540,12 +540,13 @@ int pmc_cache_mark_clean_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lb
  * Unlink the live copies of up to PMC_BATCH_MAX keys of one volume under
  * their stripe locks: every unlink, one drain, then the FREE stores
  * (FORMAT.md, "Invalidate / discard"). Keys sharing a bucket are fine:
- * each walk sees the unlinks before it. With kept, a DIRTY copy stays
- * linked and kept[i] names it (else PMC_BLK_NONE): decided under the
- * same lock as the unlinks, so no copy turns DIRTY between look and drop.
+ * each walk sees the unlinks before it. With keep_dirty, a DIRTY copy
+ * stays linked and kept[i] (if kept) names it, else PMC_BLK_NONE: decided
+ * under the same lock as the unlinks, so no copy turns DIRTY between look
+ * and drop.
  */
 static int invalidate_batch(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t n,
-			    uint64_t *kept)
+			    int keep_dirty, uint64_t *kept)
 {
 	struct pmc_stripe_set set;
 	uint64_t b[PMC_BATCH_MAX], gone[PMC_BATCH_MAX];
@@ -565,8 +566,10 @@ static int invalidate_batch(struct pmc_cache *c, uint32_t vol, uint64_t lba, uin
 		gone[i] = PMC_BLK_NONE;
 		if (kept)
 			kept[i] = PMC_BLK_NONE;
-		if (r == 0 && kept && (pmc_load64(&c->descs[blk].state) & 0xff) == PMC_BLK_DIRTY) {
-			kept[i] = blk;
+		if (r == 0 && keep_dirty &&
+		    (pmc_load64(&c->descs[blk].state) & 0xff) == PMC_BLK_DIRTY) {
+			if (kept)
+				kept[i] = blk;
 		} else if (r == 0) {
 			pmc_pmem_store8(c->pm, link, pmc_load64(&c->descs[blk].next));
 			pmc_pmem_flush(c->pm, link, sizeof(*link));
@@ -596,33 +599,31 @@ static int invalidate_batch(struct pmc_cache *c, uint32_t vol, uint64_t lba, uin
 	return rc;
 }
 
-int pmc_cache_invalidate(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks)
+static int invalidate_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks,
+			    int keep_dirty, uint64_t *kept)
 {
 	int rc = 0;
 
-	if (c->rdonly)
-		return -EROFS;
-	for (uint32_t i = 0; i < nblocks && rc == 0; i += PMC_BATCH_MAX)
-		rc = invalidate_batch(c, vol, lba + i,
-				      nblocks - i < PMC_BATCH_MAX ? nblocks - i : PMC_BATCH_MAX,
-				      NULL);
-	return rc;
-}
-
-int pmc_cache_invalidate_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks,
-			       uint64_t *kept)
-{
-	int rc = 0;
-
-	for (uint32_t i = 0; i < nblocks; i++)
+	for (uint32_t i = 0; kept && i < nblocks; i++)
 		kept[i] = PMC_BLK_NONE;
 	if (c->rdonly)
 		return -EROFS;
 	for (uint32_t i = 0; i < nblocks && rc == 0; i += PMC_BATCH_MAX)
 		rc = invalidate_batch(c, vol, lba + i,
 				      nblocks - i < PMC_BATCH_MAX ? nblocks - i : PMC_BATCH_MAX,
-				      kept + i);
+				      keep_dirty, kept ? kept + i : NULL);
 	return rc;
+}
+
+int pmc_cache_invalidate(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks)
+{
+	return invalidate_range(c, vol, lba, nblocks, 0, NULL);
+}
+
+int pmc_cache_invalidate_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks,
+			       uint64_t *kept)
+{
+	return invalidate_range(c, vol, lba, nblocks, 1, kept);
 }
 
 void pmc_cache_recount(struct pmc_cache *c)
