@@ -101,15 +101,21 @@ static struct {
        .max_io = 1 << 20,
        .size = 1ULL << 30};
 
+/* the tag's buffer (tag buffers or -F), or NULL with user copy and RAM */
+static char *tag_buf(const struct ceil_queue *q, uint16_t tag)
+{
+	return q->bufs ? q->bufs + (size_t)tag * g.max_io : NULL;
+}
+
 /* one FETCH or COMMIT_AND_FETCH of tag on the queue's ring, on fixed file 0 */
 static void prep_io_cmd(struct ceil_queue *q, int commit, uint16_t tag, int32_t result)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
 	struct ublksrv_io_cmd ic = {
-		.q_id = q->q_id,
-		.tag = tag,
-		.result = result,
-		.addr = g.user_copy ? 0 : (uint64_t)(uintptr_t)(q->bufs + (size_t)tag * g.max_io),
+	    .q_id = q->q_id,
+	    .tag = tag,
+	    .result = result,
+	    .addr = g.user_copy ? 0 : (uint64_t)(uintptr_t)tag_buf(q, tag),
 	};
 
 	/* the ring has depth entries and a tag has at most one command out */
@@ -131,7 +137,7 @@ static int32_t serve(struct ceil_queue *q, uint16_t tag)
 {
 	const struct ublksrv_io_desc *d = &q->descs[tag];
 	uint64_t off = d->start_sector << 9, len = (uint64_t)d->nr_sectors << 9;
-	char *buf = g.user_copy ? NULL : q->bufs + (size_t)tag * g.max_io;
+	char *buf = g.user_copy ? NULL : tag_buf(q, tag);
 	uint8_t op = ublksrv_get_op(d);
 	off_t pos = (off_t)pmc_ublk_user_copy_pos(q->q_id, tag);
 
@@ -179,7 +185,7 @@ static int32_t fwd_start(struct ceil_queue *q, uint16_t tag)
 {
 	const struct ublksrv_io_desc *d = &q->descs[tag];
 	uint64_t off = d->start_sector << 9, len = (uint64_t)d->nr_sectors << 9;
-	char *buf = q->bufs + (size_t)tag * g.max_io;
+	char *buf = tag_buf(q, tag);
 	uint8_t op = ublksrv_get_op(d);
 	struct io_uring_sqe *sqe;
 
@@ -224,8 +230,8 @@ static int32_t fwd_done(struct ceil_queue *q, uint16_t tag, int32_t res)
 		return -EIO;
 	/* the data read from the disk to the request */
 	if (op == UBLK_IO_OP_READ && g.user_copy &&
-	    pwrite(g.cdev_fd, q->bufs + (size_t)tag * g.max_io, len,
-		   (off_t)pmc_ublk_user_copy_pos(q->q_id, tag)) != (ssize_t)len)
+	    pwrite(g.cdev_fd, tag_buf(q, tag), len, (off_t)pmc_ublk_user_copy_pos(q->q_id, tag)) !=
+		(ssize_t)len)
 		return -EIO;
 	return res;
 }
@@ -308,21 +314,17 @@ static void *queue_main(void *arg)
 
 			n++;
 			if (cqe->user_data & UD_DISK) {
-				prep_io_cmd(q, 1, tag, fwd_done(q, tag, cqe->res));
-				q->served++;
-				continue;
-			}
-			if (cqe->res != UBLK_IO_RES_OK) {
+				res = fwd_done(q, tag, cqe->res);
+			} else if (cqe->res != UBLK_IO_RES_OK) {
 				outstanding--; /* ABORT: the device is going away */
 				continue;
+			} else if (g.disk_fd < 0) {
+				res = serve(q, tag);
+			} else if ((res = fwd_start(q, tag)) == 0) {
+				continue; /* committed when its disk I/O completes */
 			}
-			if (g.disk_fd < 0) {
-				prep_io_cmd(q, 1, tag, serve(q, tag));
-				q->served++;
-			} else if ((res = fwd_start(q, tag)) != 0) {
-				prep_io_cmd(q, 1, tag, res);
-				q->served++;
-			}
+			prep_io_cmd(q, 1, tag, res);
+			q->served++;
 		}
 		io_uring_cq_advance(&q->ring, n);
 	}
@@ -432,7 +434,6 @@ int main(int argc, char **argv)
 				disk_path, (uint64_t)end, g.size >> 20);
 			return 1;
 		}
-		g.ram = NULL; /* no RAM: every request goes to the disk */
 	} else if (mem_path) {
 		int fd = open(mem_path, O_RDWR);
 
