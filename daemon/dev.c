@@ -245,7 +245,7 @@ static void queue_free(struct pmcd_queue *uq)
 	if (uq->q)
 		pmc_queue_destroy(uq->q);
 	pmc_ublk_unmap_descs(uq->iods, uq->dev->conf.depth);
-	free(uq->bufs);
+	pmc_ring_buf_free(uq->bufs, (size_t)uq->dev->conf.depth * uq->dev->conf.max_io);
 	free(uq->reqs);
 	free(uq->busy);
 }
@@ -261,7 +261,7 @@ static int queue_init(struct pmcd_dev *d, struct pmcd_queue *uq, uint16_t q_id,
 
 	uq->dev = d;
 	uq->q_id = q_id;
-	uq->bufs = d->user_copy ? NULL : aligned_alloc(4096, (size_t)depth * d->conf.max_io);
+	uq->bufs = d->user_copy ? NULL : pmc_ring_buf_alloc((size_t)depth * d->conf.max_io);
 	uq->reqs = calloc(depth, sizeof(*uq->reqs));
 	uq->busy = calloc(depth, 1);
 	if ((!d->user_copy && !uq->bufs) || !uq->reqs || !uq->busy)

@@ -751,7 +751,6 @@ unsigned pmc_eng_write_poisoned(struct pmc_engine *e, uint32_t vol, uint64_t lba
 
 static void ctx_free_arrays(struct pmc_req_ctx *x)
 {
-	free(x->bounce);
 	free(x->blk);
 	free(x->snap);
 	free(x->ioseq);
@@ -793,6 +792,16 @@ int pmc_queue_create_opts(struct pmc_engine *e, unsigned depth, const struct pmc
 	q->gap_sink = aligned_alloc(4096, e->bs);
 	if (!q->ctxs || !q->pending || !q->stats || !q->dirtying || !q->gap_sink) {
 		rc = pmc_err_set(err, ENOMEM, "queue: out of memory");
+		goto err_free;
+	}
+	/* address space only (pages come as requests use them), but with
+	 * mlockall(MCL_FUTURE) a memlock limit counts all of it */
+	q->bounces = pmc_ring_buf_alloc((size_t)depth * n * e->bs);
+	if (!q->bounces) {
+		int en = errno;
+
+		rc = pmc_err_set(err, en, "queue: bounce buffers (%u x %u KiB): %s", depth,
+				 n * e->bs >> 10, strerror(en));
 		goto err_free;
 	}
 	for (unsigned i = 0; i < depth; i++) {
@@ -845,6 +854,7 @@ err_free:
 	free(q->stats);
 	free(q->dirtying);
 	free(q->gap_sink);
+	pmc_ring_buf_free(q->bounces, (size_t)depth * n * e->bs);
 	free(q);
 	return rc;
 }
@@ -891,6 +901,8 @@ void pmc_queue_destroy(struct pmc_queue *q)
 	free(q->stats);
 	free(q->dirtying);
 	free(q->gap_sink);
+	/* after the ring: no fixed buffer registered in it any more */
+	pmc_ring_buf_free(q->bounces, (size_t)q->depth * e->max_req_blocks * e->bs);
 	free(q);
 }
 

@@ -213,7 +213,8 @@ struct pmc_req_ctx {
 	struct iovec *iov;	/* [max_req_blocks] */
 	uint32_t nio;
 	char *buf;		/* the request's data in DRAM: req->buf, or bounce */
-	char *bounce;		/* PMC_REQ_UCOPY: [max_req_blocks * bs], on first need */
+	char *bounce;		/* PMC_REQ_UCOPY: [max_req_blocks * bs], on first need
+				 * (its slot of q->bounces) */
 	int ucopy_out;		/* PMC_REQ_UCOPY read: bounce goes out at the end */
 	/* [max_req_blocks] disk write or discard io[k] held or in flight:
 	 * its place in the order of those (e->dw_seq), else 0 (dw_lock) */
@@ -257,6 +258,10 @@ struct pmc_queue {
 	/* one block of DRAM that the disk reads of cached blocks inside a
 	 * read's span land in, never read (engine_read.c) */
 	char *gap_sink;
+	/* [depth][max_req_blocks * bs], reserved, not committed: a context's
+	 * bounce buffer is its slot, touched on first need (pmc_ring_buf_alloc:
+	 * huge pages where the kernel gives them, so the user copy pins few) */
+	char *bounces;
 	struct pmc_queue *next;
 };
 

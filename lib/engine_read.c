@@ -276,9 +276,7 @@ int pmc_eng_ucopy_bounce(struct pmc_req_ctx *x)
 	if (!x->bounce) {
 		size_t len = (size_t)e->max_req_blocks * e->bs;
 
-		x->bounce = aligned_alloc(4096, len);
-		if (!x->bounce)
-			return -ENOMEM;
+		x->bounce = x->q->bounces + (size_t)(x - x->q->ctxs) * len;
 		/* a fixed buffer: the disk reads and writes from it (write
 		 * bypass, write-around, misses not admitted) pin no page */
 		pmc_ring_add_buffer(x->q->ring, x->bounce, len);

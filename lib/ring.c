@@ -27,6 +27,7 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +76,38 @@ struct pmc_ring {
 	void *foreign_arg;
 	unsigned nforeign;	/* foreign commands in flight (not in inflight) */
 };
+
+#define HUGE_SZ (2ull << 20)
+
+void *pmc_ring_buf_alloc(size_t len)
+{
+	/* a huge page less a page more than asked, to cut an aligned range
+	 * out of (room enough for any page-aligned start; not a multiple of
+	 * 2 MiB, so no kernel aligns it by itself and this path always runs) */
+	size_t want = (len + HUGE_SZ - 1) & ~(HUGE_SZ - 1), span = want + HUGE_SZ - 4096;
+	char *p, *a;
+
+	if (!len || want < len || span < want)
+		return errno = EINVAL, NULL;
+	p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	a = (char *)(((uintptr_t)p + HUGE_SZ - 1) & ~(uintptr_t)(HUGE_SZ - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (a + want < p + span)
+		munmap(a + want, (size_t)(p + span - (a + want)));
+	/* where THP is "madvise" only; "never" leaves 4 KiB pages */
+	(void)madvise(a, want, MADV_HUGEPAGE);
+	return a;
+}
+
+void pmc_ring_buf_free(void *p, size_t len)
+{
+	if (p)
+		munmap(p, (len + HUGE_SZ - 1) & ~(HUGE_SZ - 1));
+}
 
 uint64_t pmc_mono_ns(void)
 {

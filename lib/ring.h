@@ -151,6 +151,18 @@ void pmc_ring_get_info(struct pmc_ring *r, struct pmc_ring_info *info);
  * Called by the ring's thread. */
 unsigned pmc_ring_add_buffer(struct pmc_ring *r, void *base, uint64_t len);
 
+/*
+ * DRAM for I/O buffers: len bytes of anonymous memory (rounded up to
+ * 2 MiB), aligned to 2 MiB and advised for transparent huge pages, reserved
+ * but not committed: pages come on first touch, so a buffer never used
+ * costs nothing. The kernel pins the pages of every user copy of ublk
+ * (and of every transfer not from a fixed buffer), one 4 KiB page at a
+ * time unless a huge page backs them. NULL (errno set) when it cannot be
+ * mapped. Freed with pmc_ring_buf_free(p, len), len as given.
+ */
+void *pmc_ring_buf_alloc(size_t len);
+void pmc_ring_buf_free(void *p, size_t len);
+
 uint64_t pmc_mono_ns(void);
 
 #endif

@@ -13,7 +13,8 @@
  * buffers, the bounce registered (no page pinned per I/O); and a request
  * whose file is shorter than it fails with -EIO and writes nothing past
  * the file's end (a failed write may have written any part before it, as
- * on a disk). Last, back in write-back, a write's acknowledgement: the
+ * on a disk). Requests in flight together each move their data
+ * through a bounce buffer of their own. Last, back in write-back, a write's acknowledgement: the
  * pmem as it is when the request's callback runs (copied then), opened
  * after a crash, holds the write: the copy from the file has landed and
  * the blocks are published before the write completes, whatever way the
@@ -88,6 +89,35 @@ static int uio(enum pmc_req_op op, uint64_t lba, uint32_t n, uint64_t foff)
 		T_FAIL("submit: %d (%s)", rc, err.msg);
 	et_wait(g_t.e, g_q, g_q, &r.done, 10000, "user-copy request");
 	return r.res;
+}
+
+/* k requests of n blocks in flight together: request j on blocks
+ * lba + j * n.., its data at file offset foff + j * n blocks; every one
+ * must succeed. Each has a context, and a bounce buffer, of its own. */
+static void uio_together(enum pmc_req_op op, uint64_t lba, uint32_t n, uint32_t k, uint64_t foff)
+{
+	struct et_req r[8];
+	struct pmc_err err = {0};
+
+	T_TRUE(k <= 8);
+	memset(r, 0, sizeof(r));
+	for (uint32_t j = 0; j < k; j++) {
+		r[j].req.op = op;
+		r[j].req.vol = g_v.vol;
+		r[j].req.off = (lba + (uint64_t)j * n) * BS;
+		r[j].req.len = (uint64_t)n * BS;
+		r[j].req.flags = PMC_REQ_UCOPY;
+		r[j].req.ucopy_fd = g_fd;
+		r[j].req.ucopy_off = foff + (uint64_t)j * n * BS;
+		r[j].req.cb = req_cb;
+		r[j].req.priv = &r[j];
+		if (pmc_queue_submit(g_q, &r[j].req, &err))
+			T_FAIL("submit %u: %s", j, err.msg);
+	}
+	for (uint32_t j = 0; j < k; j++) {
+		et_wait(g_t.e, g_q, g_q, &r[j].done, 10000, "user-copy requests together");
+		T_EQ(r[j].res, 0);
+	}
 }
 
 static void put(uint64_t foff, uint64_t lba, uint32_t n, uint64_t ver)
@@ -236,6 +266,39 @@ int main(void)
 		want[i] = 7;
 	T_EQ(uio(PMC_REQ_READ, 3 * N, N, 24 << 20), 0);
 	expect_file("write-around data reads back to the file", 24 << 20, 3 * N, N, want);
+
+	/* four write-arounds in flight together, then four reads that miss
+	 * and are not admitted: each moves its own data through its own
+	 * bounce buffer (one shared by two would send one request's data as
+	 * the other's) */
+	put(32 << 20, 8 * N, 4 * N, 13);
+	uio_together(PMC_REQ_WRITE, 8 * N, N, 4, 32 << 20);
+	{
+		char *b = et_alloc(BS);
+
+		for (uint32_t i = 0; i < 4 * N; i++) {
+			et_disk_read(g_v.path, 8 * N + i, b);
+			if (et_version(b, g_v.tag, 8 * N + i) != 13)
+				T_FAIL("write-arounds together: block %u: version %" PRIu64
+				       ", expected 13",
+				       8 * N + i, et_version(b, g_v.tag, 8 * N + i));
+		}
+		free(b);
+		printf("ok: write-arounds together reach the disk, each its own data\n");
+	}
+	vc.mode = PMC_MODE_PASS_THROUGH; /* nothing admitted: reads through the bounce */
+	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
+	uio_together(PMC_REQ_READ, 8 * N, N, 4, 40 << 20);
+	for (uint32_t j = 0; j < 4; j++) {
+		char what[64];
+
+		for (uint32_t i = 0; i < N; i++)
+			want[i] = 13;
+		snprintf(what, sizeof(what), "reads together: request %u", j);
+		expect_file(what, (40 << 20) + (uint64_t)j * N * BS, 8 * N + j * N, N, want);
+	}
+	vc.mode = PMC_MODE_WRITE_AROUND;
+	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
 
 	/* write-back again: what the pmem holds at the acknowledgement */
 	vc.mode = PMC_MODE_WRITE_BACK;
