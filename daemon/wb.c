@@ -43,9 +43,12 @@ static void *wb_main(void *arg)
 		    !pmc_engine_wb_rebuilding(wb->e)) {
 			/* nothing to do: pace the sweeps (not the dirty map's
 			 * rebuild: until it completes, write-back sweeps the
-			 * descriptor table) */
+			 * descriptor table). The poll lets the ring free what
+			 * its io_uring workers finished last (the syncs), so a
+			 * disk closed since is released (lib/ring.c enter()). */
 			struct timespec ts = {0, 10000000};
 
+			pmc_queue_poll(wb->q, 0, 0);
 			nanosleep(&ts, NULL);
 			continue;
 		}

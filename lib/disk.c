@@ -162,9 +162,11 @@ int pmc_disk_open(const char *path, uint64_t min_size, struct pmc_disk **out,
 		return pmc_err_set(err, EINVAL, "disk %s: neither a block device nor a file", path);
 	fd = open(path, flags);
 	/* a disk this process closed a moment ago (a volume removed and added
-	 * again) may still be claimed: io_uring's worker threads can drop the
-	 * last reference of a file they synced after the close, and the
-	 * claim goes with it. Look again for a second before refusing. */
+	 * again) may still be claimed: an io_uring worker can let go of a
+	 * sync's request after its completion was reaped, and the request,
+	 * holding the file, is freed by the ring's next enter (the idle
+	 * write-back thread's poll, every 10 ms: lib/ring.c enter()). Look
+	 * again for a second before refusing. */
 	for (int i = 0; fd < 0 && errno == EBUSY && i < 20; i++) {
 		struct timespec ts = {0, 50000000};
 

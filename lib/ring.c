@@ -241,10 +241,11 @@ static int extra_index(const struct pmc_ring *r, const char *p, uint64_t len)
 /* the setup flags a queue ring wants, most first; each one the kernel
  * refuses (-EINVAL: older than 5.19, 6.0, 6.1) is dropped in turn */
 static const unsigned want_flags[] = {
-	IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
-	IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER,
-	IORING_SETUP_COOP_TASKRUN,
-	0,
+    IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SINGLE_ISSUER |
+	IORING_SETUP_DEFER_TASKRUN,
+    IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SINGLE_ISSUER,
+    IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+    0,
 };
 
 static int ring_init(struct pmc_ring *r, unsigned entries, unsigned base)
@@ -795,12 +796,27 @@ static void drain_backlog(struct pmc_ring *r)
 }
 
 /* run the callback of every completion in the CQ */
+/* the next CQE the kernel posted, or NULL; never enters the kernel (as
+ * io_uring_peek_cqe does when IORING_SQ_TASKRUN is up): enter() decides
+ * when to */
+static struct io_uring_cqe *next_cqe(struct io_uring *u)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head;
+
+	io_uring_for_each_cqe(u, head, cqe)
+	{
+		return cqe;
+	}
+	return NULL;
+}
+
 static int reap(struct pmc_ring *r)
 {
 	struct io_uring_cqe *cqe;
 	int ran = 0;
 
-	while (io_uring_peek_cqe(&r->uring, &cqe) == 0) {
+	while ((cqe = next_cqe(&r->uring))) {
 		uint64_t ud = cqe->user_data;
 		int res = cqe->res;
 
@@ -821,15 +837,31 @@ static int reap(struct pmc_ring *r)
 /*
  * The one io_uring_enter of a poll: submit what is prepared and, with
  * wait_ns, wait up to that long for a completion; without, collect the
- * completions the kernel has (DEFER_TASKRUN posts them only here). No call
- * at all when nothing is prepared or in flight.
+ * completions the kernel has (DEFER_TASKRUN posts them only here). With
+ * nothing prepared or in flight, a call only when the kernel holds task
+ * work for this thread (IORING_SQ_TASKRUN) or overflowed completions:
+ * the last reference of a request that ran in an io_uring worker (a sync)
+ * can be dropped after its completion was reaped, and the request, with
+ * the file it holds, is then freed by task work that only an enter runs.
+ * An idle ring that never entered again kept a closed disk open: a block
+ * device removed from a volume stayed claimed (O_EXCL) for good.
  */
 static int enter(struct pmc_ring *r, uint64_t wait_ns)
 {
 	int busy = r->inflight || r->nforeign;
 	int rc;
 
-	if (!io_uring_sq_ready(&r->uring) && (!busy || (!wait_ns && io_uring_cq_ready(&r->uring))))
+	if (!io_uring_sq_ready(&r->uring) && !busy) {
+		if (r->enabled && (IO_URING_READ_ONCE(*r->uring.sq.kflags) &
+				   (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
+			r->enters++;
+			rc = io_uring_get_events(&r->uring);
+			if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+				return rc;
+		}
+		return 0;
+	}
+	if (!io_uring_sq_ready(&r->uring) && !wait_ns && io_uring_cq_ready(&r->uring))
 		return 0;
 	ring_enable(r);
 	r->enters++;
