@@ -795,7 +795,6 @@ static void drain_backlog(struct pmc_ring *r)
 	}
 }
 
-/* run the callback of every completion in the CQ */
 /* the next CQE the kernel posted, or NULL; never enters the kernel (as
  * io_uring_peek_cqe does when IORING_SQ_TASKRUN is up): enter() decides
  * when to */
@@ -811,6 +810,7 @@ static struct io_uring_cqe *next_cqe(struct io_uring *u)
 	return NULL;
 }
 
+/* run the callback of every completion in the CQ */
 static int reap(struct pmc_ring *r)
 {
 	struct io_uring_cqe *cqe;
