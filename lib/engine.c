@@ -796,12 +796,12 @@ int pmc_queue_create_opts(struct pmc_engine *e, unsigned depth, const struct pmc
 	}
 	/* address space only (pages come as requests use them), but with
 	 * mlockall(MCL_FUTURE) a memlock limit counts all of it */
-	q->bounces = pmc_ring_buf_alloc((size_t)depth * n * e->bs);
+	q->bounces = pmc_ring_buf_alloc(pmc_eng_bounces_len(e, depth));
 	if (!q->bounces) {
 		int en = errno;
 
-		rc = pmc_err_set(err, en, "queue: bounce buffers (%u x %u KiB): %s", depth,
-				 n * e->bs >> 10, strerror(en));
+		rc = pmc_err_set(err, en, "queue: bounce buffers (%u x %zu KiB): %s", depth,
+				 pmc_eng_bounce_len(e) >> 10, strerror(en));
 		goto err_free;
 	}
 	for (unsigned i = 0; i < depth; i++) {
@@ -854,7 +854,7 @@ err_free:
 	free(q->stats);
 	free(q->dirtying);
 	free(q->gap_sink);
-	pmc_ring_buf_free(q->bounces, (size_t)depth * n * e->bs);
+	pmc_ring_buf_free(q->bounces, pmc_eng_bounces_len(e, depth));
 	free(q);
 	return rc;
 }
@@ -902,7 +902,7 @@ void pmc_queue_destroy(struct pmc_queue *q)
 	free(q->dirtying);
 	free(q->gap_sink);
 	/* after the ring: no fixed buffer registered in it any more */
-	pmc_ring_buf_free(q->bounces, (size_t)q->depth * e->max_req_blocks * e->bs);
+	pmc_ring_buf_free(q->bounces, pmc_eng_bounces_len(e, q->depth));
 	free(q);
 }
 

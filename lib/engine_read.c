@@ -274,7 +274,7 @@ int pmc_eng_ucopy_bounce(struct pmc_req_ctx *x)
 	if (x->buf)
 		return 0;
 	if (!x->bounce) {
-		size_t len = (size_t)e->max_req_blocks * e->bs;
+		size_t len = pmc_eng_bounce_len(e);
 
 		x->bounce = x->q->bounces + (size_t)(x - x->q->ctxs) * len;
 		/* a fixed buffer: the disk reads and writes from it (write

@@ -137,7 +137,7 @@ static int32_t serve(struct ceil_queue *q, uint16_t tag)
 {
 	const struct ublksrv_io_desc *d = &q->descs[tag];
 	uint64_t off = d->start_sector << 9, len = (uint64_t)d->nr_sectors << 9;
-	char *buf = g.user_copy ? NULL : tag_buf(q, tag);
+	char *buf = tag_buf(q, tag); /* NULL with user copy */
 	uint8_t op = ublksrv_get_op(d);
 	off_t pos = (off_t)pmc_ublk_user_copy_pos(q->q_id, tag);
 
