@@ -204,7 +204,7 @@ NEED="pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_wa
 	replay_pass1_s_pmcache replay_pass2_s_pmcache replay_pass1_s_dmwritecache
 	replay_pass2_s_dmwritecache replay_pass1_s_bcache replay_pass2_s_bcache
 	replay_pass1_s_rawnvme replay_pass2_s_rawnvme replay_read_hit_pct_pmcache
-	replay_read_hit_pct_dmwritecache replay_pass1_s_ublkloop replay_pass2_s_ublkloop
+	replay_read_hit_pct_dmwritecache replay_read_hit_pct_bcache replay_pass1_s_ublkloop replay_pass2_s_ublkloop
 	replay_pass1_vs_ublkloop_pmcache replay_pass2_vs_ublkloop_pmcache"
 # every job and the replay against the ceiling where the guest ran it
 # (t-bench.sh leaves it out of a delayed full run, and of a full run's

@@ -350,12 +350,27 @@ EOC
 	bcache)
 		wipe "$PMEM"
 		wipe "$D"
-		make-bcache -C "$PMEM" -B "$D" --writeback >/tmp/mb.out 2>&1 || { cat /tmp/mb.out; return 1; }
-		echo "$PMEM" >/sys/fs/bcache/register
-		echo "$D" >/sys/fs/bcache/register
+		# bcache refuses a cache device of 512 buckets or fewer (the
+		# kernel logs "nbuckets is too small") and then serves the disk
+		# alone as /dev/bcache0, caching nothing: buckets of at most
+		# 1/1024 of the cache (the default 512 KiB on the jobs' 512 MiB,
+		# 128 KiB on the full replay's 224 MiB)
+		_bk=512
+		while [ $_bk -gt 4 ] && [ $((_bk * 1024 * 1024)) -gt "$(blockdev --getsize64 $PMEM)" ]; do
+			_bk=$((_bk / 2))
+		done
+		make-bcache --bucket ${_bk}k -C "$PMEM" -B "$D" --writeback >/tmp/mb.out 2>&1 ||
+			{ cat /tmp/mb.out; return 1; }
+		echo "$PMEM" >/sys/fs/bcache/register ||
+			{ bad "bcache: $PMEM refused as a cache ($(dmesg | grep 'bcache:.*error' | tail -n 1))"; return 1; }
+		echo "$D" >/sys/fs/bcache/register || { bad "bcache: $D refused as a backing device"; return 1; }
 		for _i in $(seq 1 100); do [ -b /dev/bcache0 ] && break; sleep 0.1; done
 		[ -b /dev/bcache0 ] || return 1
 		BC=/sys/block/bcache0/bcache
+		# attached to the cache set, or every request goes to the disk
+		for _i in $(seq 1 100); do [ -e $BC/cache ] && break; sleep 0.1; done
+		[ -e $BC/cache ] || { bad "bcache: /dev/bcache0 has no cache ($(cat $BC/state))"; return 1; }
+		echo "bcache: buckets of $_bk KiB, $(cat $BC/state)"
 		CSET=$(ls -d /sys/fs/bcache/*-*-*-*-* | head -n 1)
 		# under TCG bcache thinks it is congested and bypasses itself;
 		# sequential I/O would bypass it too
