@@ -352,9 +352,11 @@ EOC
 		wipe "$D"
 		# bcache refuses a cache device of 512 buckets or fewer (the
 		# kernel logs "nbuckets is too small") and then serves the disk
-		# alone as /dev/bcache0, caching nothing: buckets of at most
-		# 1/1024 of the cache (the default 512 KiB on the jobs' 512 MiB,
-		# 128 KiB on the full replay's 224 MiB)
+		# alone as /dev/bcache0, caching nothing; with fewer than 1024
+		# its allocator keeps a single free bucket in reserve. So buckets
+		# of at most 1/1024 of the cache: 256 KiB on the jobs' 510 MiB
+		# (the default 512 KiB before 2026-12-06), 128 KiB on the full
+		# replay's 224 MiB, 64 KiB on the quick one's 80 MiB
 		_bk=512
 		while [ $_bk -gt 4 ] && [ $((_bk * 1024 * 1024)) -gt "$(blockdev --getsize64 $PMEM)" ]; do
 			_bk=$((_bk / 2))
@@ -607,7 +609,11 @@ for S in $REPLAY_SYSTEMS; do
 			--read_iolog=/tmp/trace.log --replay_redirect="$DEV" --replay_no_stall=1 \
 			--output-format=json --output=$OUT/$S/replay_pass$P.json \
 			>/dev/null 2>$OUT/$S/replay_pass$P.err ||
-			{ bad "$S replay pass $P: fio failed: $(tail -n 3 $OUT/$S/replay_pass$P.err)"; break; }
+			{
+				bad "$S replay pass $P: fio failed: $(tail -n 3 $OUT/$S/replay_pass$P.err)"
+				dmesg | tail -n 20
+				break
+			}
 		t1=$(up)
 		[ -n "$_perf" ] && perf_report $S >$OUT/$S/perf_pass$P.txt
 		# bcache folds its hit counters into stats_total on a timer (every
