@@ -338,8 +338,6 @@ int pmc_eng_wb_claim(struct pmc_engine *e, struct wb_io *w);
 void pmc_eng_wb_drop_open(struct pmc_engine *e);
 void pmc_eng_wb_seal_asked(struct pmc_engine *e, struct pmc_queue *q);
 
-/* the time of the current loop iteration: read once per poll by the ring,
- * or now when called outside a poll (a request submitted from outside) */
 /* one context's bounce buffer: its slot of q->bounces */
 static inline size_t pmc_eng_bounce_len(const struct pmc_engine *e)
 {
@@ -352,6 +350,8 @@ static inline size_t pmc_eng_bounces_len(const struct pmc_engine *e, unsigned de
 	return (size_t)depth * pmc_eng_bounce_len(e);
 }
 
+/* the time of the current loop iteration: read once per poll by the ring,
+ * or now when called outside a poll (a request submitted from outside) */
 static inline uint64_t pmc_eng_queue_now(struct pmc_queue *q)
 {
 	return q->in_poll ? pmc_ring_now(q->ring) : pmc_mono_ns();
