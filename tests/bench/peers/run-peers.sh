@@ -194,18 +194,15 @@ cp -r "$WORK/share/out/bench/." "$OUT/" 2>/dev/null || true
 	cat "$RUNNER/host-load.txt"
 } >"$OUT/host-load.txt"
 echo "run-peers: guest exit $rc after $(($(date +%s) - t0)) s; results in $OUT"
+# what was measured is reported also when the guest run failed (a peer's
+# failure, such as bcache's EIO over the delayed disk, loses no other
+# system's figures); the run fails all the same
+python3 "$SRC/report.py" "$OUT" | tee "$OUT/report.txt"
 if [ $rc != 0 ]; then
-	# what was measured is kept and reported (a peer's failure, such as
-	# bcache's EIO over the delayed disk, loses no other system's figures);
-	# the run fails all the same
-	python3 "$SRC/report.py" "$OUT" >"$OUT/report.txt" 2>&1 &&
-		echo "run-peers: the figures measured before the failure: $OUT/report.txt"
 	grep -h 'FAIL' "$WORK/bench.log" 2>/dev/null | head -n 5
 	echo "run-peers: FAIL: the guest run failed"
 	exit 1
 fi
-
-python3 "$SRC/report.py" "$OUT" | tee "$OUT/report.txt"
 NEED="pmcache_vs_dmwritecache_randwrite_qd32 pmcache_vs_dmwritecache_randread_warm
 	pmcache_vs_bcache_randread_warm pmcache_vs_rawnvme_randwrite_qd32
 	pmcache_vs_ublkloop_randread_warm pmcache_vs_ublkloop_randwrite_qd32
