@@ -1,6 +1,7 @@
 /* bench_engine.c - `pmcache-bench engine`: the DRAM the engine costs per
  * cache block with it running, its pmem-hit speed, the CPU time of a 4 KiB
- * hit, and what write-back gains over writing to the disk directly; and,
+ * hit, what write-back gains over writing to the disk directly, and a
+ * block trace replayed under eviction pressure (--replay, below); and,
  * for `pmcache-bench core`, the write-back time of a fixed amount of dirty
  * data at two cache sizes (bench_writeback_time).
  *
@@ -56,10 +57,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <libpmem2.h>
 #include <limits.h>
 #include <liburing.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +102,11 @@ struct eng_result {
 	double wbt_s[BENCH_WBT_ROUNDS]; /* bench_writeback_time: each round's time */
 	double touch_s[BENCH_WBT_ROUNDS]; /* and its machine reference (wbt_touch) */
 	char gran[16];
+	/* the replay (child_replay): [0] the disk file alone, [1] and [2] the
+	 * passes through the cache */
+	double rp_wall[3], rp_cpu[3], rp_qcpu[3], rp_wbcpu[3];
+	uint64_t rp_hit[3], rp_miss[3], rp_bypass[3], rp_wpmem[3], rp_wbblk[3], rp_wbios[3];
+	uint64_t rp_evict[3], rp_nospace[3];
 };
 
 static char g_pmem[PATH_MAX], g_disk[PATH_MAX];
@@ -188,8 +197,9 @@ static double cpu_s(void)
 }
 
 /* a cache in g_pmem with the engine, one queue and one volume of vol_bytes
- * (0: as large as the cache) over a new sparse disk file g_disk; write-back
- * held off */
+ * (0: as large as the cache) over a new sparse disk file g_disk, write-back
+ * held off; or, live, over the disk file g_disk as it is, with the
+ * default write-back settings (the replay) */
 struct eng_env {
 	struct pmc_pmem *pm;
 	struct pmc_cache *c;
@@ -201,7 +211,7 @@ struct eng_env {
 	uint64_t vol_bytes;
 };
 
-static int env_open(struct eng_env *v, uint64_t size, uint64_t vol_bytes, unsigned depth,
+static int env_open(struct eng_env *v, uint64_t size, uint64_t vol_bytes, unsigned depth, int live,
 		    struct eng_result *r)
 {
 	struct pmc_err err = {0};
@@ -221,14 +231,18 @@ static int env_open(struct eng_env *v, uint64_t size, uint64_t vol_bytes, unsign
 	snprintf(r->gran, sizeof(r->gran), "%s", v->ci.gran);
 	r->nr_blocks = v->ci.nr_blocks;
 	v->vol_bytes = vol_bytes ? vol_bytes : v->ci.nr_blocks * v->ci.block_size;
-	fd = open(g_disk, O_CREAT | O_EXCL | O_RDWR, 0600);
-	if (fd < 0 || ftruncate(fd, (off_t)v->vol_bytes))
-		return efail(r, errno, g_disk, NULL);
-	close(fd);
+	if (!live) {
+		fd = open(g_disk, O_CREAT | O_EXCL | O_RDWR, 0600);
+		if (fd < 0 || ftruncate(fd, (off_t)v->vol_bytes))
+			return efail(r, errno, g_disk, NULL);
+		close(fd);
+	}
 	pmc_wb_conf_default(&wb);
-	wb.high_pct = 100;
-	wb.low_pct = 100;
-	wb.max_age_ms = UINT64_MAX / 2000000;
+	if (!live) {
+		wb.high_pct = 100;
+		wb.low_pct = 100;
+		wb.max_age_ms = UINT64_MAX / 2000000;
+	}
 	pmc_volume_conf_default(&vc);
 	rc = pmc_engine_create(v->c, &wb, &v->e, &err);
 	if (!rc)
@@ -261,7 +275,7 @@ static int child(uint64_t size, struct eng_result *r)
 	if (!bufs)
 		return efail(r, ENOMEM, "buffers", NULL);
 	memset(bufs, 0x5a, (size_t)DEPTH * REQ_BYTES);
-	rc = env_open(&v, size, 0, DEPTH, r);
+	rc = env_open(&v, size, 0, DEPTH, 0, r);
 	if (rc)
 		return rc;
 	bytes = v.ci.nr_blocks * v.ci.block_size / REQ_BYTES * REQ_BYTES;
@@ -314,7 +328,7 @@ static int child_hits(uint64_t size, struct eng_result *r)
 	if (!bufs || !offs)
 		return efail(r, ENOMEM, "buffers", NULL);
 	memset(bufs, 0xa5, (size_t)HIT_DEPTH * REQ_BYTES);
-	rc = env_open(&v, size, HIT_REGION, HIT_DEPTH, r);
+	rc = env_open(&v, size, HIT_REGION, HIT_DEPTH, 0, r);
 	if (rc)
 		return rc;
 	if (v.ci.nr_blocks * v.ci.block_size < 2 * HIT_REGION)
@@ -423,7 +437,7 @@ static int child_wb(uint64_t size, struct eng_result *r)
 	rc = direct_writes(offs, WB_WRITES, bufs, r);
 	if (rc)
 		return rc;
-	rc = env_open(&v, size, WB_REGION, HIT_DEPTH, r);
+	rc = env_open(&v, size, WB_REGION, HIT_DEPTH, 0, r);
 	if (rc)
 		return rc;
 	t0 = bench_now_ns();
@@ -481,7 +495,7 @@ static int child_wbtime(uint64_t size, struct eng_result *r)
 	if (!bufs || !offs)
 		return efail(r, ENOMEM, "buffers", NULL);
 	memset(bufs, 0x77, (size_t)DEPTH * REQ_BYTES);
-	rc = env_open(&v, size, 0, HIT_DEPTH, r);
+	rc = env_open(&v, size, 0, HIT_DEPTH, 0, r);
 	if (rc)
 		return rc;
 	/* every block read once: misses, admitted clean */
@@ -535,6 +549,348 @@ static int child_wbtime(uint64_t size, struct eng_result *r)
 	free(offs);
 	free(bufs);
 	return 0;
+}
+
+/*
+ * The replay (--replay FILE): a block trace as pmc-trace-gen writes it
+ * (fio iolog version 2: "NAME read|write OFFSET LENGTH" lines) replayed
+ * through the queue API at QD 32, the way the peer benchmark's replay job
+ * runs it through ublk in the guest, but on this machine without ublk or
+ * an emulator between: what a replay request costs pmcache's engine under
+ * eviction pressure (every miss and write allocates, every allocation
+ * evicts once the cache is full), in CPU time per request. The disk file
+ * (in --disk-dir) is written whole first, so that reads of it read data;
+ * the trace is replayed on it directly with O_DIRECT at the same depth
+ * (raw_disk: the baseline, once), then twice through a cache of
+ * --replay-cache bytes (default 224 MiB, the guest's) with one queue and a
+ * write-back thread of its own queue stepping as pmcached's does, with the
+ * default write-back settings and a write-back volume of the default
+ * configuration. CPU times are the process's (both threads) and each
+ * thread's.
+ */
+struct trace_req {
+	uint64_t off;
+	uint32_t len;
+	uint32_t write;
+};
+
+static struct trace_req *g_trace;
+static uint64_t g_trace_n, g_trace_end;
+static uint32_t g_trace_max;
+
+#define TRACE_MAX_LEN (16u << 20)
+
+/* g_trace from an iolog file; 0, or 2 with a one-line error on stderr */
+static int trace_load(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[512], act[16];
+	uint64_t cap = 0, lineno = 0, off;
+	uint32_t len;
+
+	if (!f) {
+		fprintf(stderr, "pmcache-bench engine: trace %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (lineno == 1) {
+			if (strncmp(line, "fio version 2 iolog", 19))
+				goto bad;
+			continue;
+		}
+		if (sscanf(line, "%*s %15s", act) != 1)
+			goto bad;
+		if (strcmp(act, "read") && strcmp(act, "write"))
+			continue; /* add, open, close */
+		if (sscanf(line, "%*s %*s %" SCNu64 " %" SCNu32, &off, &len) != 2 || !len ||
+		    off % BLK || len % BLK || len > TRACE_MAX_LEN)
+			goto bad;
+		if (g_trace_n == cap) {
+			struct trace_req *t;
+
+			cap = cap ? cap * 2 : 4096;
+			t = realloc(g_trace, cap * sizeof(*t));
+			if (!t) {
+				fclose(f);
+				fprintf(stderr, "pmcache-bench engine: trace %s: out of memory\n",
+					path);
+				return 2;
+			}
+			g_trace = t;
+		}
+		g_trace[g_trace_n++] = (struct trace_req){off, len, act[0] == 'w'};
+		if (off + len > g_trace_end)
+			g_trace_end = off + len;
+		if (len > g_trace_max)
+			g_trace_max = len;
+	}
+	fclose(f);
+	if (!g_trace_n) {
+		fprintf(stderr, "pmcache-bench engine: trace %s: no read or write requests\n",
+			path);
+		return 2;
+	}
+	/* the volume: whole MiB */
+	g_trace_end = (g_trace_end + (1u << 20) - 1) & ~((uint64_t)(1u << 20) - 1);
+	return 0;
+bad:
+	fclose(f);
+	fprintf(stderr,
+		"pmcache-bench engine: trace %s line %llu: not a fio version 2 iolog line with a "
+		"4 KiB-aligned offset and length (at most 16 MiB)\n",
+		path, (unsigned long long)lineno);
+	return 2;
+}
+
+/* free request slots of the replays (completions come in any order) */
+static unsigned g_slot[HIT_DEPTH], g_nslot;
+
+static void slots_init(void)
+{
+	for (g_nslot = 0; g_nslot < HIT_DEPTH; g_nslot++)
+		g_slot[g_nslot] = g_nslot;
+}
+
+/* the disk file written whole (1 MiB at a time), then the trace replayed
+ * on it directly: O_DIRECT, io_uring, QD HIT_DEPTH */
+static int raw_replay(char *bufs, struct eng_result *r)
+{
+	struct io_uring ring;
+	struct io_uring_cqe *cqe;
+	uint64_t issued = 0, done = 0, t0;
+	double c0;
+	int fd, rc;
+
+	fd = open(g_disk, O_CREAT | O_EXCL | O_RDWR | O_DIRECT, 0600);
+	if (fd < 0)
+		return efail(r, errno, g_disk, NULL);
+	for (uint64_t off = 0; off < g_trace_end; off += 1u << 20)
+		if (pwrite(fd, bufs, 1u << 20, (off_t)off) != 1 << 20) {
+			rc = errno ? errno : EIO;
+			close(fd);
+			return efail(r, rc, "writing the disk file", NULL);
+		}
+	if (fdatasync(fd)) {
+		rc = errno;
+		close(fd);
+		return efail(r, rc, "syncing the disk file", NULL);
+	}
+	rc = io_uring_queue_init(HIT_DEPTH, &ring, 0);
+	if (rc) {
+		close(fd);
+		return efail(r, -rc, "io_uring", NULL);
+	}
+	slots_init();
+	t0 = bench_now_ns();
+	c0 = cpu_s();
+	while (done < g_trace_n) {
+		while (issued < g_trace_n && g_nslot) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			const struct trace_req *t = &g_trace[issued++];
+			unsigned s = g_slot[--g_nslot];
+			char *b = bufs + (size_t)s * g_trace_max;
+
+			if (t->write)
+				io_uring_prep_write(sqe, fd, b, t->len, t->off);
+			else
+				io_uring_prep_read(sqe, fd, b, t->len, t->off);
+			io_uring_sqe_set_data64(sqe, s);
+		}
+		rc = io_uring_submit_and_wait(&ring, 1);
+		if (rc < 0)
+			break;
+		while (io_uring_peek_cqe(&ring, &cqe) == 0) {
+			if (cqe->res < 0)
+				rc = cqe->res;
+			g_slot[g_nslot++] = (unsigned)cqe->user_data;
+			io_uring_cqe_seen(&ring, cqe);
+			done++;
+		}
+		if (rc < 0)
+			break;
+	}
+	r->rp_cpu[0] = cpu_s() - c0;
+	r->rp_wall[0] = (double)(bench_now_ns() - t0) / 1e9;
+	io_uring_queue_exit(&ring);
+	close(fd);
+	return rc < 0 ? efail(r, -rc, "the replay on the disk file", NULL) : 0;
+}
+
+static void replay_cb(struct pmc_req *req, int res)
+{
+	g_done++;
+	if (res && !g_res)
+		g_res = res;
+	g_slot[g_nslot++] = (unsigned)(uintptr_t)req->priv;
+}
+
+/* the trace through q at QD HIT_DEPTH */
+static int replay_pass(struct pmc_queue *q, uint32_t vol, char *bufs)
+{
+	struct pmc_req reqs[HIT_DEPTH];
+	struct pmc_err err = {0};
+	uint64_t issued = 0;
+
+	slots_init();
+	g_done = 0;
+	g_res = 0;
+	while (g_done < g_trace_n && !g_res) {
+		while (issued < g_trace_n && g_nslot) {
+			const struct trace_req *t = &g_trace[issued];
+			unsigned s = g_slot[--g_nslot];
+			struct pmc_req *rq = &reqs[s];
+
+			memset(rq, 0, sizeof(*rq));
+			rq->op = t->write ? PMC_REQ_WRITE : PMC_REQ_READ;
+			rq->vol = vol;
+			rq->off = t->off;
+			rq->len = t->len;
+			rq->buf = bufs + (size_t)s * g_trace_max;
+			rq->cb = replay_cb;
+			rq->priv = (void *)(uintptr_t)s;
+			if (pmc_queue_submit(q, rq, &err))
+				return -EIO;
+			issued++;
+		}
+		pmc_queue_poll(q, 1, 10000000ull);
+	}
+	while (pmc_queue_busy(q))
+		pmc_queue_poll(q, 1, 10000000ull);
+	return g_res;
+}
+
+/* write-back as pmcached's thread runs it (daemon/wb.c), on its own queue */
+struct replay_wb {
+	struct pmc_engine *e;
+	struct pmc_queue *q;
+	atomic_int stop;
+};
+
+static void *replay_wb_main(void *arg)
+{
+	struct replay_wb *w = arg;
+
+	while (!atomic_load(&w->stop)) {
+		if (pmc_engine_writeback_step(w->e, w->q) == 0 && pmc_queue_busy(w->q) == 0 &&
+		    !pmc_engine_wb_rebuilding(w->e)) {
+			struct timespec ts = {0, 10000000};
+
+			pmc_queue_poll(w->q, 0, 0);
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		pmc_queue_poll(w->q, 1, 10000000ull);
+	}
+	while (pmc_queue_busy(w->q))
+		pmc_queue_poll(w->q, 1, 10000000ull);
+	return NULL;
+}
+
+static double thread_cpu_s(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int child_replay(uint64_t size, struct eng_result *r)
+{
+	struct pmc_err err = {0};
+	struct replay_wb w = {0};
+	struct eng_env v;
+	pthread_t th;
+	clockid_t wbclk;
+	char *bufs = aligned_alloc(4096, (size_t)HIT_DEPTH * g_trace_max + (1u << 20));
+	int rc;
+
+	if (!bufs)
+		return efail(r, ENOMEM, "buffers", NULL);
+	memset(bufs, 0x6b, (size_t)HIT_DEPTH * g_trace_max + (1u << 20));
+	rc = raw_replay(bufs, r);
+	if (rc)
+		return rc;
+	rc = env_open(&v, size, g_trace_end, HIT_DEPTH, 1, r);
+	if (rc)
+		return rc;
+	w.e = v.e;
+	rc = pmc_queue_create(v.e, 64, &w.q, &err);
+	if (rc)
+		return efail(r, -rc, "the write-back queue", &err);
+	rc = pthread_create(&th, NULL, replay_wb_main, &w);
+	if (rc)
+		return efail(r, rc, "the write-back thread", NULL);
+	pthread_getcpuclockid(th, &wbclk);
+	for (int p = 1; p <= 2 && !rc; p++) {
+		struct pmc_vol_stats s0, s1, c0, c1;
+		double pc = cpu_s(), qc = thread_cpu_s(CLOCK_THREAD_CPUTIME_ID),
+		       wc = thread_cpu_s(wbclk);
+		uint64_t t0 = bench_now_ns();
+
+		pmc_engine_stats(v.e, v.vol, &s0);
+		pmc_engine_stats(v.e, UINT32_MAX, &c0);
+		rc = replay_pass(v.q, v.vol, bufs);
+		r->rp_wall[p] = (double)(bench_now_ns() - t0) / 1e9;
+		r->rp_cpu[p] = cpu_s() - pc;
+		r->rp_qcpu[p] = thread_cpu_s(CLOCK_THREAD_CPUTIME_ID) - qc;
+		r->rp_wbcpu[p] = thread_cpu_s(wbclk) - wc;
+		pmc_engine_stats(v.e, v.vol, &s1);
+		pmc_engine_stats(v.e, UINT32_MAX, &c1);
+		r->rp_hit[p] = s1.read_hit_blocks - s0.read_hit_blocks;
+		r->rp_miss[p] = s1.read_miss_blocks - s0.read_miss_blocks;
+		r->rp_bypass[p] = s1.bypass_blocks - s0.bypass_blocks;
+		r->rp_wpmem[p] = s1.write_pmem_blocks - s0.write_pmem_blocks;
+		r->rp_wbblk[p] = s1.wb_blocks - s0.wb_blocks;
+		r->rp_wbios[p] = s1.wb_ios - s0.wb_ios;
+		r->rp_evict[p] = c1.evictions - c0.evictions;
+		r->rp_nospace[p] = s1.nospace_waits - s0.nospace_waits;
+	}
+	atomic_store(&w.stop, 1);
+	pthread_join(th, NULL);
+	pmc_queue_destroy(w.q);
+	if (rc)
+		return efail(r, -rc, "the replay through the cache", NULL);
+	env_close(&v);
+	free(bufs);
+	return 0;
+}
+
+/* the replay's figures (pass 0: the disk file alone) */
+static void print_replay(const struct eng_result *x, const char *trace, const char *tag)
+{
+	printf("# replay of %s: %llu requests over %llu MiB, QD %u; cache of %s, %llu blocks\n",
+	       trace, (unsigned long long)g_trace_n, (unsigned long long)(g_trace_end >> 20),
+	       HIT_DEPTH, tag, (unsigned long long)x->nr_blocks);
+	printf("# raw disk file: %.3f s wall, %.3f s CPU\n", x->rp_wall[0], x->rp_cpu[0]);
+	for (int p = 1; p <= 2; p++)
+		printf("# pass %d: %.3f s wall; CPU %.3f s (queue thread %.3f, write-back thread "
+		       "%.3f); read blocks %llu hit %llu missed %llu bypassed; %llu blocks written "
+		       "to pmem, %llu evicted, %llu written back in %llu writes, %llu waits for "
+		       "space\n",
+		       p, x->rp_wall[p], x->rp_cpu[p], x->rp_qcpu[p], x->rp_wbcpu[p],
+		       (unsigned long long)x->rp_hit[p], (unsigned long long)x->rp_miss[p],
+		       (unsigned long long)x->rp_bypass[p], (unsigned long long)x->rp_wpmem[p],
+		       (unsigned long long)x->rp_evict[p], (unsigned long long)x->rp_wbblk[p],
+		       (unsigned long long)x->rp_wbios[p], (unsigned long long)x->rp_nospace[p]);
+	bench_figure("replay_host_raw_s", "s", "%.3f", x->rp_wall[0]);
+	bench_figure("replay_host_raw_cpu_us_per_req", "us", "%.2f",
+		     x->rp_cpu[0] * 1e6 / (double)g_trace_n);
+	for (int p = 1; p <= 2; p++) {
+		char name[64];
+		uint64_t rd = x->rp_hit[p] + x->rp_miss[p];
+
+		snprintf(name, sizeof(name), "replay_host_pass%d_s", p);
+		bench_figure(name, "s", "%.3f", x->rp_wall[p]);
+		snprintf(name, sizeof(name), "replay_host_pass%d_cpu_us_per_req", p);
+		bench_figure(name, "us", "%.2f", x->rp_cpu[p] * 1e6 / (double)g_trace_n);
+		snprintf(name, sizeof(name), "replay_host_pass%d_queue_cpu_us_per_req", p);
+		bench_figure(name, "us", "%.2f", x->rp_qcpu[p] * 1e6 / (double)g_trace_n);
+		snprintf(name, sizeof(name), "replay_host_pass%d_wb_cpu_us_per_req", p);
+		bench_figure(name, "us", "%.2f", x->rp_wbcpu[p] * 1e6 / (double)g_trace_n);
+		snprintf(name, sizeof(name), "replay_host_pass%d_read_hit_pct", p);
+		bench_figure(name, "%", "%.1f", rd ? 100.0 * (double)x->rp_hit[p] / (double)rd : 0);
+	}
 }
 
 typedef int (*eng_child_fn)(uint64_t size, struct eng_result *r);
@@ -629,20 +985,36 @@ int bench_engine(int argc, char **argv)
 	uint64_t size[2] = {1ull << 30, 8ull << 30};
 	struct eng_result r[2], h, w;
 	char tag[2][32];
+	const char *trace = NULL;
+	uint64_t rcache = 224ull << 20;
 	int opt, hs, hits_only = 0, wb_only = 0;
 
 	static const struct option lopts[] = {
-		{"dir", required_argument, NULL, 'd'},
-		{"sizes", required_argument, NULL, 's'},
-		{"hits-only", no_argument, NULL, 'H'},
-		{"writeback-only", no_argument, NULL, 'W'},
-		{"disk-dir", required_argument, NULL, 'D'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"dir", required_argument, NULL, 'd'},
+	    {"sizes", required_argument, NULL, 's'},
+	    {"hits-only", no_argument, NULL, 'H'},
+	    {"writeback-only", no_argument, NULL, 'W'},
+	    {"disk-dir", required_argument, NULL, 'D'},
+	    {"replay", required_argument, NULL, 'R'},
+	    {"replay-cache", required_argument, NULL, 'C'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 
-	while ((opt = getopt_long(argc, argv, "d:s:HWD:h", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:s:HWD:R:C:h", lopts, NULL)) != -1) {
 		switch (opt) {
+		case 'R':
+			trace = optarg;
+			break;
+		case 'C':
+			if (bench_parse_size(optarg, &rcache) || rcache < (64ull << 20)) {
+				fprintf(stderr,
+					"pmcache-bench engine: --replay-cache %s: a size of "
+					"at least 64m\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case 'H':
 			hits_only = 1;
 			break;
@@ -668,10 +1040,40 @@ int bench_engine(int argc, char **argv)
 			break;
 		}
 		default:
-			fprintf(stderr, "usage: pmcache-bench engine [-d|--dir DIR] [-s|--sizes SMALL,LARGE] "
-					"[-H|--hits-only] [-W|--writeback-only] [-D|--disk-dir DIR]\n");
+			fprintf(
+			    stderr,
+			    "usage: pmcache-bench engine [-d|--dir DIR] [-s|--sizes SMALL,LARGE] "
+			    "[-H|--hits-only] [-W|--writeback-only] [-D|--disk-dir DIR] "
+			    "[-R|--replay TRACE [-C|--replay-cache SIZE]]\n");
 			return opt == 'h' ? 0 : 2;
 		}
+	}
+	if (trace) {
+		struct eng_result x;
+		char rtag[32];
+
+		if (trace_load(trace))
+			return 2;
+		if (!g_disk_dir)
+			g_disk_dir = "/var/tmp"; /* a disk, not tmpfs: see the replay */
+		signal(SIGINT, cleanup);
+		signal(SIGTERM, cleanup);
+		bench_header_start("engine");
+		printf("replay at QD %u, one queue and a write-back thread; "
+		       "PMEM2_FORCE_GRANULARITY=%s; pmem in %s, disk file in %s\n",
+		       HIT_DEPTH,
+		       getenv("PMEM2_FORCE_GRANULARITY") ? getenv("PMEM2_FORCE_GRANULARITY")
+							 : "(unset)",
+		       dir, g_disk_dir);
+		fflush(stdout);
+		bench_size_tag(rcache, rtag, sizeof(rtag));
+		fprintf(stderr, "pmcache-bench engine: replay of %s ...\n", trace);
+		if (run_size(dir, rcache, child_replay, &x)) {
+			fprintf(stderr, "pmcache-bench engine: replay: %s\n", x.msg);
+			return 1;
+		}
+		print_replay(&x, trace, rtag);
+		return 0;
 	}
 	/* the hit and write-back runs need a cache of twice their 256 MiB
 	 * region (and its metadata): the smaller size if it holds that, else
