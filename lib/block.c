@@ -148,11 +148,15 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int mode)
 		atomic_fetch_add(&c->evictions, 1);
 	}
 	/* crash point reclaim.unlink: live clean (evicted) or stale, unlinked
-	 * durably before the caller may overwrite the data */
+	 * durably before the caller may overwrite the data. FREE is not
+	 * flushed (as publish.free_old, index.c): an unlinked block whose
+	 * FREE store did not reach the media is an orphan, whose data nobody
+	 * reads, and the publish that reuses the block stores and flushes
+	 * its state anyway; a flush here made the unlock below wait for the
+	 * line's write-back, once per evicted block */
 	pmc_pmem_store8(c->pm, link, pmc_load64(&d->next));
 	pmc_pmem_persist(c->pm, link, sizeof(*link));
 	pmc_pmem_store8(c->pm, &d->state, PMC_BLK_FREE);
-	pmc_pmem_flush(c->pm, &d->state, sizeof(uint64_t));
 	rc = 0;
 out:
 	pthread_mutex_unlock(&c->stripe[s]);
