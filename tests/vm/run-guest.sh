@@ -29,12 +29,13 @@
 # the guest gave no exit code; 77 when qemu is not installed. The console
 # log is kept; on failure its tail is printed.
 # Env: PMC_VM_ACCEL=tcg|kvm forces the accelerator; PMC_VM_PMEM_MIB (1024)
-# and PMC_VM_PEER_PMEM_MIB (512) size the NVDIMMs (multiples of 16).
+# and PMC_VM_PEER_PMEM_MIB (512) size the NVDIMMs (multiples of 16);
+# PMC_VM_NVME_MIB (1024) sizes the first NVMe disk (a sparse image).
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")" && pwd)
 NVME_SERIALS="pmcvm0001 pmcvm0002"
-NVME_MIB="1024 768"
+NVME_MIB="${PMC_VM_NVME_MIB:-1024} 768"
 PMEM_MIB=${PMC_VM_PMEM_MIB:-1024}
 PEER_PMEM_MIB=${PMC_VM_PEER_PMEM_MIB:-512}
 

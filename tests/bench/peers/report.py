@@ -24,6 +24,12 @@ disks' block-layer counters before the replay and after each pass). Prints:
   side, each round running a job once on each, OUT/SYSTEM/paired_JOB_R.json):
   every round's IOPS and ratios, and pmcache_vs_PEER_JOB_paired, the
   median of the rounds' ratios;
+- the paired replay (pmcache, dm-writecache and the raw disk on thirds of
+  the disk, each round replaying the trace twice on each from new caches,
+  OUT/SYSTEM/preplay.txt): every round's pass times and ratios, and
+  replay_passN_vs_dmwritecache_pmcache_paired,
+  replay_passN_pmcache_over_rawnvme_paired and
+  replay_pass2_over_pass1_pmcache_paired, the medians of the rounds';
 - the goals of the hit-path issue with the measured value beside each
   (those of the delayed disk only for a run with --disk-delay-ms; those of
   the paired runs beside the others where the run had them).
@@ -251,6 +257,23 @@ def load_paired(out):
     return runs
 
 
+PREPLAY_SYSTEMS = ["pmcache", "dmwritecache", "rawnvme"]
+
+
+def load_preplay(out):
+    """[{system: {pass: seconds}}, ...] per round of the paired replay"""
+    rounds = {}
+    for s in PREPLAY_SYSTEMS:
+        try:
+            with open(os.path.join(out, s, "preplay.txt")) as f:
+                text = f.read()
+        except OSError:
+            continue
+        for r, p, sec in re.findall(r"round=(\d+) pass=(\d+) s=([0-9.]+)", text):
+            rounds.setdefault(int(r), {}).setdefault(s, {})[int(p)] = float(sec)
+    return [rounds[r] for r in sorted(rounds)]
+
+
 def fmt(v, nd=1):
     return "-" if v is None else f"{v:.{nd}f}"
 
@@ -364,6 +387,39 @@ def main():
                 if ratios[p]:
                     fig[f"pmcache_vs_{p}_{j}_paired"] = statistics.median(ratios[p])
         print()
+    preplay = load_preplay(out)
+    if preplay:
+        print("paired replay (seconds per pass and round; ratio = pmcache over the peer;"
+              " figure = median ratio):")
+        print()
+        print("| round | pass | " + " | ".join(PREPLAY_SYSTEMS)
+              + " | vs dmwritecache | over rawnvme | pmcache pass 2 / pass 1 |")
+        print("|---:|---:|" + "---:|" * (len(PREPLAY_SYSTEMS) + 3))
+        ratios = {}
+        for i, row in enumerate(preplay, 1):
+            pm = row.get("pmcache", {})
+            for p in (1, 2):
+                cells = [fmt(row.get(s, {}).get(p), 2) for s in PREPLAY_SYSTEMS]
+                for name, peer in (("vs_dmwritecache", "dmwritecache"), ("over_rawnvme", "rawnvme")):
+                    a, b = pm.get(p), row.get(peer, {}).get(p)
+                    if a and b:
+                        ratios.setdefault(f"replay_pass{p}_{name}", []).append(a / b)
+                        cells.append(f"{a / b:.2f}")
+                    else:
+                        cells.append("-")
+                if p == 2 and pm.get(1) and pm.get(2):
+                    ratios.setdefault("replay_pass2_over_pass1_pmcache", []).append(pm[2] / pm[1])
+                    cells.append(f"{pm[2] / pm[1]:.2f}")
+                else:
+                    cells.append("")
+                print(f"| {i} | {p} | " + " | ".join(cells) + " |")
+        print()
+        names = {f"replay_pass{p}_{a}": f"replay_pass{p}_{b}_paired" for p in (1, 2)
+                 for a, b in (("vs_dmwritecache", "vs_dmwritecache_pmcache"),
+                              ("over_rawnvme", "pmcache_over_rawnvme"))}
+        names["replay_pass2_over_pass1_pmcache"] = "replay_pass2_over_pass1_pmcache_paired"
+        for k, v in ratios.items():
+            fig[names[k]] = statistics.median(v)
     order = HEADLINE + sorted(k for k in fig if k not in HEADLINE)
     for name in order:
         if name in fig:
@@ -395,6 +451,16 @@ def main():
              fig.get(f"replay_pass{p}_vs_dmwritecache_pmcache"), "<=", 1.0)
     p1, p2 = fig.get("replay_pass1_s_pmcache"), fig.get("replay_pass2_s_pmcache")
     goal("replay_pass2_over_pass1_pmcache", p2 / p1 if p1 and p2 else None, "<=", 1.0)
+    if preplay:
+        for p in (1, 2):
+            goal(f"replay_pass{p}_vs_dmwritecache_pmcache_paired",
+                 fig.get(f"replay_pass{p}_vs_dmwritecache_pmcache_paired"), "<=", 1.0)
+        goal("replay_pass2_over_pass1_pmcache_paired",
+             fig.get("replay_pass2_over_pass1_pmcache_paired"), "<=", 1.0)
+        if delay_ms(out) > 0:
+            for p in (1, 2):
+                goal(f"replay_pass{p}_pmcache_over_rawnvme_paired",
+                     fig.get(f"replay_pass{p}_pmcache_over_rawnvme_paired"), "<=", 1.0)
     # with the delayed disk every cache ahead of the raw disk
     if delay_ms(out) > 0:
         raw = [fig.get(f"replay_pass{p}_s_rawnvme") for p in (1, 2)]

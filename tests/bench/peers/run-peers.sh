@@ -163,6 +163,9 @@ fi
 
 # both NVDIMMs the same size: devdax for pmcache, the pmem block device for the peers
 export PMC_VM_PMEM_MIB=${PMC_BENCH_PMEM_MIB:-512} PMC_VM_PEER_PMEM_MIB=${PMC_BENCH_PMEM_MIB:-512}
+# a disk of 3 GiB: the paired replay runs on thirds of it, each as large as
+# the full trace's footprint (1000 MiB); the jobs use its first GiB
+export PMC_VM_NVME_MIB=3072
 t0=$(date +%s)
 DESC=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)
 rc=0
@@ -223,6 +226,17 @@ esac
 case " $(sed -n 's/^systems="\([^"]*\)".*/\1/p' "$OUT/env.txt") " in
 *" ublkceiling "*) CEILJOBS=1 ;;
 esac
+# the paired replay's medians (t-bench.sh runs it after the replay, with
+# pmcache and dm-writecache or the raw disk; not over NVMe/TCP)
+PREP=
+if [ $NVMF = 0 ]; then
+	case ,${SYSTEMS:-$ALL}, in *,dmwritecache,* | *,rawnvme,*)
+		PREP="replay_pass1_vs_dmwritecache_pmcache_paired replay_pass2_vs_dmwritecache_pmcache_paired
+			replay_pass1_pmcache_over_rawnvme_paired replay_pass2_pmcache_over_rawnvme_paired
+			replay_pass2_over_pass1_pmcache_paired" ;;
+	esac
+fi
+NEED="$NEED $PREP"
 if [ $JOBS = replay ]; then
 	NEED="$(echo $NEED | tr ' ' '\n' | grep '^replay_') $CEIL"
 elif [ -n "$ONLY" ]; then
