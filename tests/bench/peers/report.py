@@ -434,7 +434,9 @@ def main():
             print(f"goal {name} {op} {target}: not measured in this run")
             return
         met = value >= target if op == ">=" else value <= target
-        print(f"goal {name} {op} {target}: {value:.2f} {'met' if met else 'NOT met'}")
+        # three decimals where two would hide which side of the goal it is
+        nd = 3 if f"{value:.2f}" == f"{target:.2f}" else 2
+        print(f"goal {name} {op} {target}: {value:.{nd}f} {'met' if met else 'NOT met'}")
 
     for sfx in ("", "_paired"):
         if sfx and not paired:
