@@ -131,11 +131,81 @@ static int efail(struct eng_result *r, int code, const char *what, const struct 
 static unsigned g_done;
 static int g_res;
 
+/* a block trace (the replay, below): request i reads or writes len bytes
+ * at off */
+struct trace_req {
+	uint64_t off;
+	uint32_t len;
+	uint32_t write;
+};
+
+/* free request slots: a request and its buffer stay in their slot until
+ * it completes, and completions come in any order */
+static unsigned g_slot[HIT_DEPTH], g_nslot;
+
+static void slots_init(unsigned depth)
+{
+	for (g_nslot = 0; g_nslot < depth; g_nslot++)
+		g_slot[g_nslot] = g_nslot;
+}
+
 static void done_cb(struct pmc_req *req, int res)
 {
 	g_done++;
 	if (res && !g_res)
 		g_res = res;
+	g_slot[g_nslot++] = (unsigned)(uintptr_t)req->priv;
+}
+
+/*
+ * nreq requests through q, depth (at most HIT_DEPTH) in flight, each with
+ * a buffer of slot_bytes in bufs: trace[i] when trace is set; otherwise op
+ * of slot_bytes each at offs[i], or one after the other from 0 when offs
+ * is NULL
+ */
+static int run_src(struct pmc_queue *q, uint32_t vol, char *bufs, uint32_t slot_bytes,
+		   uint64_t nreq, unsigned depth, enum pmc_req_op op, const uint64_t *offs,
+		   const struct trace_req *trace)
+{
+	struct pmc_req reqs[HIT_DEPTH];
+	struct pmc_err err = {0};
+	uint64_t issued = 0;
+
+	slots_init(depth);
+	g_done = 0;
+	g_res = 0;
+	while (g_done < nreq && !g_res) {
+		while (issued < nreq && g_nslot) {
+			unsigned slot = g_slot[--g_nslot];
+			struct pmc_req *r = &reqs[slot];
+
+			memset(r, 0, sizeof(*r));
+			r->vol = vol;
+			if (trace) {
+				r->op = trace[issued].write ? PMC_REQ_WRITE : PMC_REQ_READ;
+				r->off = trace[issued].off;
+				r->len = trace[issued].len;
+			} else {
+				r->op = op;
+				r->off = offs ? offs[issued] : issued * slot_bytes;
+				r->len = slot_bytes;
+			}
+			r->buf = bufs + (size_t)slot * slot_bytes;
+			r->cb = done_cb;
+			r->priv = (void *)(uintptr_t)slot;
+			if (pmc_queue_submit(q, r, &err)) {
+				g_slot[g_nslot++] = slot;
+				g_res = -EIO;
+				break;
+			}
+			issued++;
+		}
+		pmc_queue_poll(q, 1, 10000000ull);
+	}
+	/* the requests in flight complete before their slots go away */
+	while (pmc_queue_busy(q))
+		pmc_queue_poll(q, 1, 10000000ull);
+	return g_res;
 }
 
 /* nreq requests of op and req_bytes each, depth at a time: at offs[i], or
@@ -143,32 +213,7 @@ static void done_cb(struct pmc_req *req, int res)
 static int run_reqs(struct pmc_queue *q, uint32_t vol, enum pmc_req_op op, char *bufs,
 		    uint32_t req_bytes, uint64_t nreq, const uint64_t *offs, unsigned depth)
 {
-	struct pmc_req reqs[HIT_DEPTH];
-	struct pmc_err err = {0};
-	uint64_t issued = 0;
-
-	g_done = 0;
-	g_res = 0;
-	while (g_done < nreq && !g_res) {
-		while (issued < nreq && issued - g_done < depth) {
-			struct pmc_req *r = &reqs[issued % depth];
-
-			memset(r, 0, sizeof(*r));
-			r->op = op;
-			r->vol = vol;
-			r->off = offs ? offs[issued] : issued * req_bytes;
-			r->len = req_bytes;
-			r->buf = bufs + (size_t)(issued % depth) * req_bytes;
-			r->cb = done_cb;
-			if (pmc_queue_submit(q, r, &err))
-				return -EIO;
-			issued++;
-		}
-		pmc_queue_poll(q, 1, 0);
-	}
-	while (pmc_queue_busy(q))
-		pmc_queue_poll(q, 1, 0);
-	return g_res;
+	return run_src(q, vol, bufs, req_bytes, nreq, depth, op, offs, NULL);
 }
 
 /* the whole volume of bytes in REQ_BYTES requests, DEPTH at a time */
@@ -568,12 +613,6 @@ static int child_wbtime(uint64_t size, struct eng_result *r)
  * configuration. CPU times are the process's (both threads) and each
  * thread's.
  */
-struct trace_req {
-	uint64_t off;
-	uint32_t len;
-	uint32_t write;
-};
-
 static struct trace_req *g_trace;
 static uint64_t g_trace_n, g_trace_end;
 static uint32_t g_trace_max;
@@ -643,15 +682,6 @@ bad:
 	return 2;
 }
 
-/* free request slots of the replays (completions come in any order) */
-static unsigned g_slot[HIT_DEPTH], g_nslot;
-
-static void slots_init(void)
-{
-	for (g_nslot = 0; g_nslot < HIT_DEPTH; g_nslot++)
-		g_slot[g_nslot] = g_nslot;
-}
-
 /* the disk file written whole (1 MiB at a time), then the trace replayed
  * on it directly: O_DIRECT, io_uring, QD HIT_DEPTH */
 static int raw_replay(char *bufs, struct eng_result *r)
@@ -681,7 +711,7 @@ static int raw_replay(char *bufs, struct eng_result *r)
 		close(fd);
 		return efail(r, -rc, "io_uring", NULL);
 	}
-	slots_init();
+	slots_init(HIT_DEPTH);
 	t0 = bench_now_ns();
 	c0 = cpu_s();
 	while (done < g_trace_n) {
@@ -715,49 +745,6 @@ static int raw_replay(char *bufs, struct eng_result *r)
 	io_uring_queue_exit(&ring);
 	close(fd);
 	return rc < 0 ? efail(r, -rc, "the replay on the disk file", NULL) : 0;
-}
-
-static void replay_cb(struct pmc_req *req, int res)
-{
-	g_done++;
-	if (res && !g_res)
-		g_res = res;
-	g_slot[g_nslot++] = (unsigned)(uintptr_t)req->priv;
-}
-
-/* the trace through q at QD HIT_DEPTH */
-static int replay_pass(struct pmc_queue *q, uint32_t vol, char *bufs)
-{
-	struct pmc_req reqs[HIT_DEPTH];
-	struct pmc_err err = {0};
-	uint64_t issued = 0;
-
-	slots_init();
-	g_done = 0;
-	g_res = 0;
-	while (g_done < g_trace_n && !g_res) {
-		while (issued < g_trace_n && g_nslot) {
-			const struct trace_req *t = &g_trace[issued];
-			unsigned s = g_slot[--g_nslot];
-			struct pmc_req *rq = &reqs[s];
-
-			memset(rq, 0, sizeof(*rq));
-			rq->op = t->write ? PMC_REQ_WRITE : PMC_REQ_READ;
-			rq->vol = vol;
-			rq->off = t->off;
-			rq->len = t->len;
-			rq->buf = bufs + (size_t)s * g_trace_max;
-			rq->cb = replay_cb;
-			rq->priv = (void *)(uintptr_t)s;
-			if (pmc_queue_submit(q, rq, &err))
-				return -EIO;
-			issued++;
-		}
-		pmc_queue_poll(q, 1, 10000000ull);
-	}
-	while (pmc_queue_busy(q))
-		pmc_queue_poll(q, 1, 10000000ull);
-	return g_res;
 }
 
 /* write-back as pmcached's thread runs it (daemon/wb.c), on its own queue */
@@ -814,6 +801,11 @@ static int child_replay(uint64_t size, struct eng_result *r)
 	rc = env_open(&v, size, g_trace_end, HIT_DEPTH, 1, r);
 	if (rc)
 		return rc;
+	/* every page of the mapping touched first, as for the hits: the first
+	 * store to a page of a tmpfs file costs the kernel a fault, which
+	 * would land in pass 1 only */
+	for (uint64_t off = 0; off < v.pm->size; off += 4096)
+		((volatile char *)v.pm->base)[off] = ((volatile char *)v.pm->base)[off];
 	w.e = v.e;
 	rc = pmc_queue_create(v.e, 64, &w.q, &err);
 	if (rc)
@@ -830,7 +822,8 @@ static int child_replay(uint64_t size, struct eng_result *r)
 
 		pmc_engine_stats(v.e, v.vol, &s0);
 		pmc_engine_stats(v.e, UINT32_MAX, &c0);
-		rc = replay_pass(v.q, v.vol, bufs);
+		rc = run_src(v.q, v.vol, bufs, g_trace_max, g_trace_n, HIT_DEPTH, PMC_REQ_READ,
+			     NULL, g_trace);
 		r->rp_wall[p] = (double)(bench_now_ns() - t0) / 1e9;
 		r->rp_cpu[p] = cpu_s() - pc;
 		r->rp_qcpu[p] = thread_cpu_s(CLOCK_THREAD_CPUTIME_ID) - qc;
