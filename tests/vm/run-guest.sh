@@ -30,7 +30,11 @@
 # log is kept; on failure its tail is printed.
 # Env: PMC_VM_ACCEL=tcg|kvm forces the accelerator; PMC_VM_PMEM_MIB (1024)
 # and PMC_VM_PEER_PMEM_MIB (512) size the NVDIMMs (multiples of 16);
-# PMC_VM_NVME_MIB (1024) sizes the first NVMe disk (a sparse image).
+# PMC_VM_NVME_MIB (1024) sizes the first NVMe disk (a sparse image);
+# PMC_VM_NVME_WRITTEN=1 writes the NVMe images whole when they are made
+# (for benchmarks: the host's first write into a hole of a sparse image
+# allocates its blocks, and would slow whichever system writes a region
+# first).
 set -euo pipefail
 
 SRC=$(cd "$(dirname "$0")" && pwd)
@@ -131,6 +135,10 @@ NVME_ARGS=()
 set -- $NVME_MIB
 i=0
 for s in $NVME_SERIALS; do
+	if [ "${PMC_VM_NVME_WRITTEN:-0}" = 1 ] && [ ! -f "$WORK/nvme-$s.img" ]; then
+		dd if=/dev/zero of="$WORK/nvme-$s.img" bs=1M count="$1" oflag=direct status=none ||
+			die "writing $WORK/nvme-$s.img"
+	fi
 	mkimg "$WORK/nvme-$s.img" "$1"
 	NVME_ARGS+=(-drive "file=$WORK/nvme-$s.img,if=none,id=nvme$i,format=raw,cache=none"
 		-device "nvme,serial=$s,drive=nvme$i")
