@@ -63,7 +63,6 @@
 #include <liburing.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +74,7 @@
 #include "cache.h"
 #include "engine.h"
 #include "pmem.h"
+#include "wb.h"
 
 #define REQ_BYTES (256u << 10)
 #define DEPTH 16u
@@ -233,12 +233,18 @@ static uint64_t rnd(void)
 	return g_rng * 0x2545F4914F6CDD1Dull;
 }
 
-static double cpu_s(void)
+/* seconds of CPU time on clock id: the process's, a thread's */
+static double clock_s(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	clock_gettime(id, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void)
+{
+	return clock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* a cache in g_pmem with the engine, one queue and one volume of vol_bytes
@@ -607,8 +613,8 @@ static int child_wbtime(uint64_t size, struct eng_result *r)
  * (in --disk-dir) is written whole first, so that reads of it read data;
  * the trace is replayed on it directly with O_DIRECT at the same depth
  * (raw_disk: the baseline, once), then twice through a cache of
- * --replay-cache bytes (default 224 MiB, the guest's) with one queue and a
- * write-back thread of its own queue stepping as pmcached's does, with the
+ * --replay-cache bytes (default 224 MiB, the guest's) with one queue and
+ * pmcached's own write-back thread (daemon/wb.c), with the
  * default write-back settings and a write-back volume of the default
  * configuration. CPU times are the process's (both threads) and each
  * thread's.
@@ -747,47 +753,11 @@ static int raw_replay(char *bufs, struct eng_result *r)
 	return rc < 0 ? efail(r, -rc, "the replay on the disk file", NULL) : 0;
 }
 
-/* write-back as pmcached's thread runs it (daemon/wb.c), on its own queue */
-struct replay_wb {
-	struct pmc_engine *e;
-	struct pmc_queue *q;
-	atomic_int stop;
-};
-
-static void *replay_wb_main(void *arg)
-{
-	struct replay_wb *w = arg;
-
-	while (!atomic_load(&w->stop)) {
-		if (pmc_engine_writeback_step(w->e, w->q) == 0 && pmc_queue_busy(w->q) == 0 &&
-		    !pmc_engine_wb_rebuilding(w->e)) {
-			struct timespec ts = {0, 10000000};
-
-			pmc_queue_poll(w->q, 0, 0);
-			nanosleep(&ts, NULL);
-			continue;
-		}
-		pmc_queue_poll(w->q, 1, 10000000ull);
-	}
-	while (pmc_queue_busy(w->q))
-		pmc_queue_poll(w->q, 1, 10000000ull);
-	return NULL;
-}
-
-static double thread_cpu_s(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int child_replay(uint64_t size, struct eng_result *r)
 {
 	struct pmc_err err = {0};
-	struct replay_wb w = {0};
+	struct pmcd_wb w;
 	struct eng_env v;
-	pthread_t th;
 	clockid_t wbclk;
 	char *bufs = aligned_alloc(4096, (size_t)HIT_DEPTH * g_trace_max + (1u << 20));
 	int rc;
@@ -806,18 +776,14 @@ static int child_replay(uint64_t size, struct eng_result *r)
 	 * would land in pass 1 only */
 	for (uint64_t off = 0; off < v.pm->size; off += 4096)
 		((volatile char *)v.pm->base)[off] = ((volatile char *)v.pm->base)[off];
-	w.e = v.e;
-	rc = pmc_queue_create(v.e, 64, &w.q, &err);
+	/* pmcached's own write-back thread (daemon/wb.c) */
+	rc = pmcd_wb_start(&w, v.e, &err);
 	if (rc)
-		return efail(r, -rc, "the write-back queue", &err);
-	rc = pthread_create(&th, NULL, replay_wb_main, &w);
-	if (rc)
-		return efail(r, rc, "the write-back thread", NULL);
-	pthread_getcpuclockid(th, &wbclk);
+		return efail(r, -rc, "the write-back thread", &err);
+	pthread_getcpuclockid(w.thread, &wbclk);
 	for (int p = 1; p <= 2 && !rc; p++) {
 		struct pmc_vol_stats s0, s1, c0, c1;
-		double pc = cpu_s(), qc = thread_cpu_s(CLOCK_THREAD_CPUTIME_ID),
-		       wc = thread_cpu_s(wbclk);
+		double pc = cpu_s(), qc = clock_s(CLOCK_THREAD_CPUTIME_ID), wc = clock_s(wbclk);
 		uint64_t t0 = bench_now_ns();
 
 		pmc_engine_stats(v.e, v.vol, &s0);
@@ -826,8 +792,8 @@ static int child_replay(uint64_t size, struct eng_result *r)
 			     NULL, g_trace);
 		r->rp_wall[p] = (double)(bench_now_ns() - t0) / 1e9;
 		r->rp_cpu[p] = cpu_s() - pc;
-		r->rp_qcpu[p] = thread_cpu_s(CLOCK_THREAD_CPUTIME_ID) - qc;
-		r->rp_wbcpu[p] = thread_cpu_s(wbclk) - wc;
+		r->rp_qcpu[p] = clock_s(CLOCK_THREAD_CPUTIME_ID) - qc;
+		r->rp_wbcpu[p] = clock_s(wbclk) - wc;
 		pmc_engine_stats(v.e, v.vol, &s1);
 		pmc_engine_stats(v.e, UINT32_MAX, &c1);
 		r->rp_hit[p] = s1.read_hit_blocks - s0.read_hit_blocks;
@@ -839,9 +805,7 @@ static int child_replay(uint64_t size, struct eng_result *r)
 		r->rp_evict[p] = c1.evictions - c0.evictions;
 		r->rp_nospace[p] = s1.nospace_waits - s0.nospace_waits;
 	}
-	atomic_store(&w.stop, 1);
-	pthread_join(th, NULL);
-	pmc_queue_destroy(w.q);
+	pmcd_wb_stop(&w);
 	if (rc)
 		return efail(r, -rc, "the replay through the cache", NULL);
 	env_close(&v);
