@@ -124,7 +124,10 @@ echo >>"$SHARE/cmd"
 if [ $FRESH = 1 ]; then
 	rm -f "$WORK"/nvdimm*.img "$WORK"/nvme-*.img
 fi
-mkimg() { # file MiB
+mkimg() { # file MiB [written]: sparse, or with "written" all of it written
+	if [ ! -f "$1" ] && [ "${3:-}" = written ]; then
+		dd if=/dev/zero of="$1" bs=1M count="$2" oflag=direct status=none || die "writing $1"
+	fi
 	[ -f "$1" ] || truncate -s "$2M" "$1"
 	[ "$(stat -c %s "$1")" = $(($2 << 20)) ] || die "$1 has the wrong size (delete it)"
 }
@@ -132,14 +135,12 @@ mkimg() { # file MiB
 mkimg "$WORK/nvdimm0.img" $((PMEM_MIB + 2))
 mkimg "$WORK/nvdimm1.img" $((PEER_PMEM_MIB + 2))
 NVME_ARGS=()
+NVME_FILL=
+[ "${PMC_VM_NVME_WRITTEN:-0}" != 1 ] || NVME_FILL=written
 set -- $NVME_MIB
 i=0
 for s in $NVME_SERIALS; do
-	if [ "${PMC_VM_NVME_WRITTEN:-0}" = 1 ] && [ ! -f "$WORK/nvme-$s.img" ]; then
-		dd if=/dev/zero of="$WORK/nvme-$s.img" bs=1M count="$1" oflag=direct status=none ||
-			die "writing $WORK/nvme-$s.img"
-	fi
-	mkimg "$WORK/nvme-$s.img" "$1"
+	mkimg "$WORK/nvme-$s.img" "$1" $NVME_FILL
 	NVME_ARGS+=(-drive "file=$WORK/nvme-$s.img,if=none,id=nvme$i,format=raw,cache=none"
 		-device "nvme,serial=$s,drive=nvme$i")
 	shift

@@ -400,26 +400,24 @@ def main():
             pm = row.get("pmcache", {})
             for p in (1, 2):
                 cells = [fmt(row.get(s, {}).get(p), 2) for s in PREPLAY_SYSTEMS]
-                for name, peer in (("vs_dmwritecache", "dmwritecache"), ("over_rawnvme", "rawnvme")):
+                for name, peer in (("vs_dmwritecache_pmcache", "dmwritecache"),
+                                   ("pmcache_over_rawnvme", "rawnvme")):
                     a, b = pm.get(p), row.get(peer, {}).get(p)
                     if a and b:
-                        ratios.setdefault(f"replay_pass{p}_{name}", []).append(a / b)
+                        ratios.setdefault(f"replay_pass{p}_{name}_paired", []).append(a / b)
                         cells.append(f"{a / b:.2f}")
                     else:
                         cells.append("-")
                 if p == 2 and pm.get(1) and pm.get(2):
-                    ratios.setdefault("replay_pass2_over_pass1_pmcache", []).append(pm[2] / pm[1])
+                    ratios.setdefault("replay_pass2_over_pass1_pmcache_paired", []).append(
+                        pm[2] / pm[1])
                     cells.append(f"{pm[2] / pm[1]:.2f}")
                 else:
                     cells.append("")
                 print(f"| {i} | {p} | " + " | ".join(cells) + " |")
         print()
-        names = {f"replay_pass{p}_{a}": f"replay_pass{p}_{b}_paired" for p in (1, 2)
-                 for a, b in (("vs_dmwritecache", "vs_dmwritecache_pmcache"),
-                              ("over_rawnvme", "pmcache_over_rawnvme"))}
-        names["replay_pass2_over_pass1_pmcache"] = "replay_pass2_over_pass1_pmcache_paired"
         for k, v in ratios.items():
-            fig[names[k]] = statistics.median(v)
+            fig[k] = statistics.median(v)
     order = HEADLINE + sorted(k for k in fig if k not in HEADLINE)
     for name in order:
         if name in fig:

@@ -609,6 +609,24 @@ diskstats() {
 	done
 }
 
+# replay_fio S NAME [CMD...]: the trace replayed once on DEV at QD32 (fio
+# run under CMD when given), fio's JSON to OUT/S/NAME.json; on failure the
+# guest kernel's last messages, and 1
+replay_fio() {
+	_s=$1 _n=$2
+	shift 2
+	"$@" fio --name=$_n --ioengine=io_uring --direct=1 --iodepth=32 \
+		--read_iolog=/tmp/trace.log --replay_redirect="$DEV" --replay_no_stall=1 \
+		--output-format=json --output=$OUT/$_s/$_n.json >/dev/null 2>$OUT/$_s/$_n.err && return 0
+	bad "$_s $_n: fio failed: $(tail -n 3 $OUT/$_s/$_n.err)"
+	dmesg | tail -n 20
+	return 1
+}
+# since T0: seconds since T0 (up), two decimals
+since() {
+	awk "BEGIN { printf \"%.2f\", $(up) - $1 }"
+}
+
 for S in $REPLAY_SYSTEMS; do
 	echo "=== replay $S ($(up) s)"
 	mkdir -p $OUT/$S
@@ -621,23 +639,15 @@ for S in $REPLAY_SYSTEMS; do
 	for P in 1 2; do
 		t0=$(up)
 		_perf=$(perf_cmd)
-		$_perf fio --name=replay_pass$P --ioengine=io_uring --direct=1 --iodepth=32 \
-			--read_iolog=/tmp/trace.log --replay_redirect="$DEV" --replay_no_stall=1 \
-			--output-format=json --output=$OUT/$S/replay_pass$P.json \
-			>/dev/null 2>$OUT/$S/replay_pass$P.err ||
-			{
-				bad "$S replay pass $P: fio failed: $(tail -n 3 $OUT/$S/replay_pass$P.err)"
-				dmesg | tail -n 20
-				break
-			}
-		t1=$(up)
+		replay_fio $S replay_pass$P $_perf || break
+		_s=$(since $t0)
 		[ -n "$_perf" ] && perf_report $S >$OUT/$S/perf_pass$P.txt
 		# bcache folds its hit counters into stats_total on a timer (every
 		# 300/22 s), so they are read once it has run
 		[ $S = bcache ] && sleep 15
 		counters $S >$OUT/$S/replay_counters$P.txt
 		diskstats >$OUT/$S/replay_disk$P.txt
-		echo "pass=$P s=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")" | tee -a $OUT/$S/replay.txt
+		echo "pass=$P s=$_s" | tee -a $OUT/$S/replay.txt
 	done
 	echo "dirty after the replay: $(dirty_of $S)"
 	teardown $S
@@ -683,18 +693,8 @@ paired_replay() {
 			setup $S || { bad "paired replay: $S: setup failed"; break 2; }
 			for P in 1 2; do
 				t0=$(up)
-				fio --name=preplay_${_r}_$P --ioengine=io_uring --direct=1 --iodepth=32 \
-					--read_iolog=/tmp/trace.log --replay_redirect="$DEV" --replay_no_stall=1 \
-					--output-format=json --output=$OUT/$S/preplay_${_r}_$P.json \
-					>/dev/null 2>$OUT/$S/preplay_${_r}_$P.err ||
-					{
-						bad "paired replay: $S round $_r pass $P: fio failed: $(tail -n 3 $OUT/$S/preplay_${_r}_$P.err)"
-						dmesg | tail -n 20
-						break
-					}
-				t1=$(up)
-				echo "round=$_r pass=$P s=$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")" |
-					tee -a $OUT/$S/preplay.txt
+				replay_fio $S preplay_${_r}_$P || break
+				echo "round=$_r pass=$P s=$(since $t0)" | tee -a $OUT/$S/preplay.txt
 			done
 			[ $S = rawnvme ] || flush_all $S || bad "paired replay: $S: flush after round $_r failed"
 			teardown $S
