@@ -613,12 +613,12 @@ diskstats() {
 # run under CMD when given), fio's JSON to OUT/S/NAME.json; on failure the
 # guest kernel's last messages, and 1
 replay_fio() {
-	_s=$1 _n=$2
+	_rs=$1 _rn=$2
 	shift 2
-	"$@" fio --name=$_n --ioengine=io_uring --direct=1 --iodepth=32 \
+	"$@" fio --name=$_rn --ioengine=io_uring --direct=1 --iodepth=32 \
 		--read_iolog=/tmp/trace.log --replay_redirect="$DEV" --replay_no_stall=1 \
-		--output-format=json --output=$OUT/$_s/$_n.json >/dev/null 2>$OUT/$_s/$_n.err && return 0
-	bad "$_s $_n: fio failed: $(tail -n 3 $OUT/$_s/$_n.err)"
+		--output-format=json --output=$OUT/$_rs/$_rn.json >/dev/null 2>$OUT/$_rs/$_rn.err && return 0
+	bad "$_rs $_rn: fio failed: $(tail -n 3 $OUT/$_rs/$_rn.err)"
 	dmesg | tail -n 20
 	return 1
 }
@@ -640,14 +640,14 @@ for S in $REPLAY_SYSTEMS; do
 		t0=$(up)
 		_perf=$(perf_cmd)
 		replay_fio $S replay_pass$P $_perf || break
-		_s=$(since $t0)
+		_secs=$(since $t0)
 		[ -n "$_perf" ] && perf_report $S >$OUT/$S/perf_pass$P.txt
 		# bcache folds its hit counters into stats_total on a timer (every
 		# 300/22 s), so they are read once it has run
 		[ $S = bcache ] && sleep 15
 		counters $S >$OUT/$S/replay_counters$P.txt
 		diskstats >$OUT/$S/replay_disk$P.txt
-		echo "pass=$P s=$_s" | tee -a $OUT/$S/replay.txt
+		echo "pass=$P s=$_secs" | tee -a $OUT/$S/replay.txt
 	done
 	echo "dirty after the replay: $(dirty_of $S)"
 	teardown $S
