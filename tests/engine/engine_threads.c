@@ -46,7 +46,7 @@ static struct et_vol g_vols[NV];
 static atomic_uint_fast64_t g_ver;	       /* last version handed out */
 static atomic_uint_fast64_t acked[NV][NB];     /* owner's last acknowledged version */
 static atomic_uint_fast64_t issued[NV][NB];    /* owner's newest version submitted */
-static atomic_uint_fast64_t hist[NV][NB][HIST]; /* owner's recent versions, a ring */
+static atomic_uint_fast64_t hist[NV][NB][HIST]; /* owner's recent versions */
 static atomic_int g_running;		       /* request threads still running */
 static atomic_uint_fast64_t g_reads, g_writes, g_read_blocks, g_write_blocks, g_torn;
 
@@ -75,6 +75,19 @@ struct worker {
 	uint8_t busy[NV][NB]; /* own blocks with a write in flight */
 	uint64_t done;
 };
+
+/* the owner remembers ver among the block's last HIST versions, in place of
+ * the oldest (keyed by the block's own history: versions of one block HIST
+ * global numbers apart must not share a slot) */
+static void hist_add(atomic_uint_fast64_t *h, uint64_t ver)
+{
+	unsigned old = 0;
+
+	for (unsigned i = 1; i < HIST; i++)
+		if (atomic_load(&h[i]) < atomic_load(&h[old]))
+			old = i;
+	atomic_store(&h[old], ver);
+}
 
 /* every word of b is that word of one of the block's versions lo..hi */
 static int mixed_of(unsigned v, uint64_t lba, uint64_t lo, uint64_t hi, const void *b)
@@ -183,7 +196,7 @@ static int issue(struct worker *w)
 		for (uint64_t i = 0; i < n; i++) {
 			et_fill(s->buf + i * BS, g_vols[v].tag, lba + i, s->ver);
 			w->busy[v][lba + i] = 1;
-			atomic_store(&hist[v][lba + i][s->ver % HIST], s->ver);
+			hist_add(hist[v][lba + i], s->ver);
 			atomic_store(&issued[v][lba + i], s->ver);
 		}
 	} else {

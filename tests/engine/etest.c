@@ -882,6 +882,20 @@ void et_model_fini(struct et_model *m)
 	}
 }
 
+/* remember ver among the block's last ET_HIST versions: versions only grow,
+ * so the oldest remembered one (or an empty slot) makes room. Keyed by the
+ * block's own history, not by the global version number: two versions of a
+ * block ET_HIST numbers apart must not share a slot */
+static void hist_add(uint64_t *h, uint64_t ver)
+{
+	unsigned old = 0;
+
+	for (unsigned i = 1; i < ET_HIST; i++)
+		if (h[i] < h[old])
+			old = i;
+	h[old] = ver;
+}
+
 static const char *op_name(enum pmc_req_op op)
 {
 	switch (op) {
@@ -1143,7 +1157,7 @@ static int issue(struct et_model *m)
 		for (uint64_t i = 0; i < n; i++) {
 			et_fill((char *)s->buf + i * BS, mv->v->tag, lba + i, s->ver);
 			mv->issued[lba + i] = s->ver;
-			mv->hist[lba + i][s->ver % ET_HIST] = s->ver;
+			hist_add(mv->hist[lba + i], s->ver);
 			mv->wbusy[lba + i] = 1;
 		}
 		if (et_rand(&m->rng) % 100 < m->pct_fua)

@@ -215,7 +215,7 @@ struct et_mvol {
 	struct et_vol *v;
 	uint64_t *want;	   /* acknowledged version per block, or EV_ANY */
 	uint64_t *issued;  /* newest version ever submitted for the block */
-	uint64_t (*hist)[ET_HIST]; /* the last ET_HIST versions submitted, a ring */
+	uint64_t (*hist)[ET_HIST]; /* the last ET_HIST versions submitted per block */
 	uint8_t *wbusy;	   /* a write or discard in flight covers the block */
 	uint16_t *rbusy;   /* reads in flight covering the block */
 	/* requests completed, to compare with the engine's stats */
