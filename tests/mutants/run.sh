@@ -208,6 +208,14 @@ for p in "${patches[@]}"; do
 		;;
 	esac
 done
+# the last mutant's programs are still in the build: rebuild the reverted
+# tree, so that what is left there (to rerun a failed test by hand) is the
+# unmutated code
+log=$logs/setup.log
+if ! build; then
+	say "mutants: ERROR: the reverted tree does not rebuild (see $log)"
+	errors=$((errors + 1))
+fi
 say "mutants: total=$total caught=$caught survived=$survived"
 [ $errors -gt 0 ] && say "mutants: $errors patches do not apply, do not build, or name no test"
 say "mutants: $(($(now) - t0)) s in all; logs in $logs"
