@@ -629,6 +629,7 @@ int main(int argc, char **argv)
 	rng = g_seed;
 
 	test_names_and_buckets();
+	et_model_selftest();
 
 	/* 256 cache blocks for 2624 volume blocks */
 	et_path(g_t.pmem_path, sizeof(g_t.pmem_path), "pmem");

@@ -944,6 +944,49 @@ static int mixed_of(struct et_mvol *mv, uint64_t lba, uint64_t lo, uint64_t hi, 
 	return 1;
 }
 
+/* a block made of sectors of versions a (sectors < cut) and b */
+static void mix_fill(char *b, uint32_t tag, uint64_t lba, uint64_t a, uint64_t vb, unsigned cut)
+{
+	static char tmp[BS];
+
+	et_fill(b, tag, lba, a);
+	et_fill(tmp, tag, lba, vb);
+	memcpy(b + cut * 512, tmp + cut * 512, BS - cut * 512);
+}
+
+void et_model_selftest(void)
+{
+	static uint64_t hist[1][ET_HIST];
+	static char b[BS];
+	struct et_vol v = {.tag = 7, .nblocks = 1};
+	struct et_mvol mv = {.v = &v, .hist = hist};
+	uint64_t last = 0;
+
+	/* versions 7 and 23 of one block (16 apart, as the global counter
+	 * runs over other blocks' writes): both remembered */
+	hist_add(hist[0], 7);
+	hist_add(hist[0], 23);
+	mix_fill(b, v.tag, 0, 0, 7, 6);
+	T_TRUE(mixed_of(&mv, 0, 0, 23, b, 0));
+	mix_fill(b, v.tag, 0, 7, 23, 3);
+	T_TRUE(mixed_of(&mv, 0, 0, 23, b, 0));
+	/* a version never written to the block, or outside (lo, hi]: refused */
+	mix_fill(b, v.tag, 0, 0, 5, 6);
+	T_TRUE(!mixed_of(&mv, 0, 0, 23, b, 0));
+	mix_fill(b, v.tag, 0, 0, 23, 6);
+	T_TRUE(!mixed_of(&mv, 0, 0, 22, b, 0));
+	/* the last ET_HIST versions are kept, whatever their numbers */
+	for (uint64_t i = 0; i < 3 * ET_HIST; i++)
+		hist_add(hist[0], last = 100 + 16 * i);
+	for (uint64_t i = 0; i < ET_HIST; i++) {
+		mix_fill(b, v.tag, 0, 0, last - 16 * i, 6);
+		T_TRUE(mixed_of(&mv, 0, 0, last, b, 0));
+	}
+	mix_fill(b, v.tag, 0, 0, last - 16 * ET_HIST, 6);
+	T_TRUE(!mixed_of(&mv, 0, 0, last, b, 0));
+	printf("ok: the model's history of versions\n");
+}
+
 /* check block i of a read; lo: acknowledged at submit (or EV_ANY) */
 static void check_read_block(struct et_model *m, struct et_mvol *mv, uint64_t lba, uint64_t lo,
 			     const void *b, const char *what)

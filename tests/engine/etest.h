@@ -256,6 +256,8 @@ struct et_model {
 void et_model_init(struct et_model *m, struct et *t, struct et_vol *vols, unsigned nvols,
 		   uint64_t seed);
 void et_model_fini(struct et_model *m);
+/* the model's own checks of what it accepts as a torn read (no engine) */
+void et_model_selftest(void);
 /* Run ops random requests to completion, with a write-back step every
  * wb_every loop turns (0: none). */
 void et_model_run(struct et_model *m, uint64_t ops, unsigned wb_every);
