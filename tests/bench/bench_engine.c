@@ -247,6 +247,15 @@ static double cpu_s(void)
 	return clock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
 
+/* every page of the mapping touched once: the first store to a page of a
+ * tmpfs file (or, in a VM, to a page the hypervisor has not mapped yet)
+ * costs the kernel a fault, which is not the cache's work */
+static void pmem_touch(struct pmc_pmem *pm)
+{
+	for (uint64_t off = 0; off < pm->size; off += 4096)
+		((volatile char *)pm->base)[off] = ((volatile char *)pm->base)[off];
+}
+
 /* a cache in g_pmem with the engine, one queue and one volume of vol_bytes
  * (0: as large as the cache) over a new sparse disk file g_disk, write-back
  * held off; or, live, over the disk file g_disk as it is, with the
@@ -391,8 +400,7 @@ static int child_hits(uint64_t size, struct eng_result *r)
 	 * tmpfs file (or, in a VM, to a page the hypervisor has not mapped
 	 * yet) costs 15-30 us here, which is the kernel's and the hypervisor's,
 	 * not the hit path's; the baseline's offsets were touched by the fill */
-	for (uint64_t off = 0; off < v.pm->size; off += 4096)
-		((volatile char *)v.pm->base)[off] = ((volatile char *)v.pm->base)[off];
+	pmem_touch(v.pm);
 	rc = run_all(v.q, v.vol, PMC_REQ_WRITE, bufs, HIT_REGION);
 	if (rc)
 		return efail(r, -rc, "4 KiB hits: fill", NULL);
@@ -774,8 +782,7 @@ static int child_replay(uint64_t size, struct eng_result *r)
 	/* every page of the mapping touched first, as for the hits: the first
 	 * store to a page of a tmpfs file costs the kernel a fault, which
 	 * would land in pass 1 only */
-	for (uint64_t off = 0; off < v.pm->size; off += 4096)
-		((volatile char *)v.pm->base)[off] = ((volatile char *)v.pm->base)[off];
+	pmem_touch(v.pm);
 	/* pmcached's own write-back thread (daemon/wb.c) */
 	rc = pmcd_wb_start(&w, v.e, &err);
 	if (rc)

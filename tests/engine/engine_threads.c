@@ -46,7 +46,7 @@ static struct et_vol g_vols[NV];
 static atomic_uint_fast64_t g_ver;	       /* last version handed out */
 static atomic_uint_fast64_t acked[NV][NB];     /* owner's last acknowledged version */
 static atomic_uint_fast64_t issued[NV][NB];    /* owner's newest version submitted */
-static atomic_uint_fast64_t hist[NV][NB][HIST]; /* owner's recent versions */
+static uint64_t hist[NV][NB][HIST];	       /* owner's recent versions (et_hist_add) */
 static atomic_int g_running;		       /* request threads still running */
 static atomic_uint_fast64_t g_reads, g_writes, g_read_blocks, g_write_blocks, g_torn;
 
@@ -75,49 +75,6 @@ struct worker {
 	uint8_t busy[NV][NB]; /* own blocks with a write in flight */
 	uint64_t done;
 };
-
-/* the owner remembers ver among the block's last HIST versions, in place of
- * the oldest (keyed by the block's own history: versions of one block HIST
- * global numbers apart must not share a slot) */
-static void hist_add(atomic_uint_fast64_t *h, uint64_t ver)
-{
-	unsigned old = 0;
-
-	for (unsigned i = 1; i < HIST; i++)
-		if (atomic_load(&h[i]) < atomic_load(&h[old]))
-			old = i;
-	atomic_store(&h[old], ver);
-}
-
-/* every word of b is that word of one of the block's versions lo..hi */
-static int mixed_of(unsigned v, uint64_t lba, uint64_t lo, uint64_t hi, const void *b)
-{
-	char *ref = et_alloc(BS);
-	uint64_t cand[HIST + 1];
-	unsigned n = 0, ok = 1;
-	const uint64_t *w = b;
-	uint64_t *r = (uint64_t *)ref;
-	uint8_t *match = calloc(BS / 8, 1);
-
-	T_TRUE(match != NULL);
-	cand[n++] = lo;
-	for (unsigned i = 0; i < HIST; i++) {
-		uint64_t x = atomic_load(&hist[v][lba][i]);
-
-		if (x > lo && x <= hi)
-			cand[n++] = x;
-	}
-	for (unsigned k = 0; k < n && n > 1; k++) {
-		et_fill(ref, g_vols[v].tag, lba, cand[k]);
-		for (size_t i = 0; i < BS / 8; i++)
-			match[i] |= w[i] == r[i];
-	}
-	for (size_t i = 0; i < BS / 8; i++)
-		ok &= match[i];
-	free(match);
-	free(ref);
-	return n > 1 && ok;
-}
 
 static void req_cb(struct pmc_req *req, int res)
 {
@@ -150,7 +107,8 @@ static void req_cb(struct pmc_req *req, int res)
 
 			if (got != EV_BAD && got != EV_ZERO && got >= lo && got <= hi)
 				continue;
-			if (got == EV_BAD && lo != hi && mixed_of(s->v, lba, lo, hi, b)) {
+			if (got == EV_BAD && lo != hi &&
+			    et_mixed_of(hist[s->v][lba], HIST, vol->tag, lba, lo, hi, b, 0)) {
 				atomic_fetch_add(&g_torn, 1);
 				continue;
 			}
@@ -196,7 +154,7 @@ static int issue(struct worker *w)
 		for (uint64_t i = 0; i < n; i++) {
 			et_fill(s->buf + i * BS, g_vols[v].tag, lba + i, s->ver);
 			w->busy[v][lba + i] = 1;
-			hist_add(hist[v][lba + i], s->ver);
+			et_hist_add(hist[v][lba + i], HIST, s->ver);
 			atomic_store(&issued[v][lba + i], s->ver);
 		}
 	} else {

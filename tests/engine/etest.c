@@ -882,18 +882,20 @@ void et_model_fini(struct et_model *m)
 	}
 }
 
-/* remember ver among the block's last ET_HIST versions: versions only grow,
+/* remember ver among a block's last n versions h[0..n): versions only grow,
  * so the oldest remembered one (or an empty slot) makes room. Keyed by the
  * block's own history, not by the global version number: two versions of a
- * block ET_HIST numbers apart must not share a slot */
-static void hist_add(uint64_t *h, uint64_t ver)
+ * block n numbers apart must not share a slot. Atomic accesses: other
+ * threads may read h meanwhile (engine_threads) */
+void et_hist_add(uint64_t *h, unsigned n, uint64_t ver)
 {
 	unsigned old = 0;
 
-	for (unsigned i = 1; i < ET_HIST; i++)
-		if (h[i] < h[old])
+	for (unsigned i = 1; i < n; i++)
+		if (__atomic_load_n(&h[i], __ATOMIC_SEQ_CST) <
+		    __atomic_load_n(&h[old], __ATOMIC_SEQ_CST))
 			old = i;
-	h[old] = ver;
+	__atomic_store_n(&h[old], ver, __ATOMIC_SEQ_CST);
 }
 
 static const char *op_name(enum pmc_req_op op)
@@ -911,37 +913,44 @@ static const char *op_name(enum pmc_req_op op)
 	return "?";
 }
 
-/* every 8-byte word of b is that word of one of the versions lo..hi of the
- * block that the history still knows (lo itself included), or zero when
- * zero_ok (a discarded block) */
+/* every 8-byte word of b is that word of one of the versions of block lba
+ * (tag) in lo..hi that its history h[0..n) still knows (lo itself
+ * included), or zero when zero_ok (a discarded block). No static state:
+ * request threads call it at once (engine_threads) */
+int et_mixed_of(const uint64_t *h, unsigned n, uint32_t tag, uint64_t lba, uint64_t lo, uint64_t hi,
+		const void *b, int zero_ok)
+{
+	uint64_t cand[ET_HIST + 1], ref[BS / 8];
+	uint8_t match[BS / 8] = {0};
+	unsigned nc = 0;
+	const uint64_t *w = b;
+
+	T_TRUE(n <= ET_HIST);
+	cand[nc++] = lo;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t v = __atomic_load_n(&h[i], __ATOMIC_SEQ_CST);
+
+		if (v > lo && v <= hi)
+			cand[nc++] = v;
+	}
+	if (nc < 2)
+		return 0;
+	for (unsigned k = 0; k < nc; k++) {
+		et_fill(ref, tag, lba, cand[k]);
+		for (size_t i = 0; i < BS / 8; i++)
+			match[i] |= w[i] == ref[i];
+	}
+	for (size_t i = 0; i < BS / 8; i++)
+		if (!match[i] && !(zero_ok && w[i] == 0))
+			return 0;
+	return 1;
+}
+
+/* the model's check: block lba of mv */
 static int mixed_of(struct et_mvol *mv, uint64_t lba, uint64_t lo, uint64_t hi, const void *b,
 		    int zero_ok)
 {
-	static char ref[ET_HIST + 1][BS];
-	uint64_t cand[ET_HIST + 1];
-	unsigned n = 0;
-	const uint64_t *w = b;
-
-	cand[n++] = lo;
-	for (unsigned i = 0; i < ET_HIST; i++) {
-		uint64_t v = mv->hist[lba][i];
-
-		if (v > lo && v <= hi)
-			cand[n++] = v;
-	}
-	if (n < 2)
-		return 0;
-	for (unsigned k = 0; k < n; k++)
-		et_fill(ref[k], mv->v->tag, lba, cand[k]);
-	for (size_t i = 0; i < BS / 8; i++) {
-		unsigned k;
-
-		for (k = 0; k < n && ((const uint64_t *)ref[k])[i] != w[i]; k++)
-			;
-		if (k == n && !(zero_ok && w[i] == 0))
-			return 0;
-	}
-	return 1;
+	return et_mixed_of(mv->hist[lba], ET_HIST, mv->v->tag, lba, lo, hi, b, zero_ok);
 }
 
 /* a block made of sectors of versions a (sectors < cut) and b */
@@ -964,8 +973,8 @@ void et_model_selftest(void)
 
 	/* versions 7 and 23 of one block (16 apart, as the global counter
 	 * runs over other blocks' writes): both remembered */
-	hist_add(hist[0], 7);
-	hist_add(hist[0], 23);
+	et_hist_add(hist[0], ET_HIST, 7);
+	et_hist_add(hist[0], ET_HIST, 23);
 	mix_fill(b, v.tag, 0, 0, 7, 6);
 	T_TRUE(mixed_of(&mv, 0, 0, 23, b, 0));
 	mix_fill(b, v.tag, 0, 7, 23, 3);
@@ -977,7 +986,7 @@ void et_model_selftest(void)
 	T_TRUE(!mixed_of(&mv, 0, 0, 22, b, 0));
 	/* the last ET_HIST versions are kept, whatever their numbers */
 	for (uint64_t i = 0; i < 3 * ET_HIST; i++)
-		hist_add(hist[0], last = 100 + 16 * i);
+		et_hist_add(hist[0], ET_HIST, last = 100 + 16 * i);
 	for (uint64_t i = 0; i < ET_HIST; i++) {
 		mix_fill(b, v.tag, 0, 0, last - 16 * i, 6);
 		T_TRUE(mixed_of(&mv, 0, 0, last, b, 0));
@@ -1200,7 +1209,7 @@ static int issue(struct et_model *m)
 		for (uint64_t i = 0; i < n; i++) {
 			et_fill((char *)s->buf + i * BS, mv->v->tag, lba + i, s->ver);
 			mv->issued[lba + i] = s->ver;
-			hist_add(mv->hist[lba + i], s->ver);
+			et_hist_add(mv->hist[lba + i], ET_HIST, s->ver);
 			mv->wbusy[lba + i] = 1;
 		}
 		if (et_rand(&m->rng) % 100 < m->pct_fua)

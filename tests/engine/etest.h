@@ -256,6 +256,11 @@ struct et_model {
 void et_model_init(struct et_model *m, struct et *t, struct et_vol *vols, unsigned nvols,
 		   uint64_t seed);
 void et_model_fini(struct et_model *m);
+/* a block's history of versions (the last n written), and whether b is a
+ * word-by-word mix of versions lo..hi of the block that it knows */
+void et_hist_add(uint64_t *h, unsigned n, uint64_t ver);
+int et_mixed_of(const uint64_t *h, unsigned n, uint32_t tag, uint64_t lba, uint64_t lo, uint64_t hi,
+		const void *b, int zero_ok);
 /* the model's own checks of what it accepts as a torn read (no engine) */
 void et_model_selftest(void);
 /* Run ops random requests to completion, with a write-back step every
