@@ -6,7 +6,8 @@
  * Checks, on one write-back volume: a write goes into the cache (read back
  * through a buffer it holds every block's new version); a read that hits
  * every block, and one that misses some (the misses admitted and not),
- * put each block's right version at the request's offset of the file;
+ * put each block's right version at the request's offset of the file,
+ * and the blocks that read filled are left pinned by nobody;
  * the same after the volume switched to write-around (the write reaches
  * the disk); the disk reads and writes of the request's DRAM bounce
  * buffer (misses not admitted, write-around) go through io_uring's fixed
@@ -183,6 +184,21 @@ static void expect_cache(const char *what, uint64_t lba, uint32_t n, uint64_t ve
 	printf("ok: %s\n", what);
 }
 
+/* every block of [lba, lba + n) cached and pinned by nobody: a read's
+ * fills, which go out from pmem, are unpinned once it completed (clean
+ * blocks only: write-back may pin dirty ones at any time) */
+static void expect_unpinned(const char *what, uint64_t lba, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t blk;
+
+		T_EQ(pmc_cache_lookup_pin(g_t.c, g_v.vol, lba + i, &blk, NULL), 0);
+		T_EQ(pmc_cache_pins(g_t.c, blk), 1); /* the lookup's own pin */
+		pmc_cache_unpin(g_t.c, blk);
+	}
+	printf("ok: %s\n", what);
+}
+
 int main(void)
 {
 	char path[256];
@@ -227,6 +243,7 @@ int main(void)
 		want[i] = i < N / 2 ? 5 : 0;
 	T_EQ(uio(PMC_REQ_READ, N / 2, N, 8 << 20), 0);
 	expect_file("partial miss goes to the file", 8 << 20, N / 2, N, want);
+	expect_unpinned("fills of the partial miss unpinned", N, N / 2);
 	vc.seq_cutoff_bytes = 4096; /* any multi-block read now bypasses */
 	T_OK(pmc_engine_set_volume_conf(g_t.e, g_v.vol, &vc, &err));
 	for (uint32_t i = 0; i < N; i++)
