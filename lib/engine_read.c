@@ -14,9 +14,11 @@
  *
  * User copy (PMC_REQ_UCOPY, UBLK_F_USER_COPY): the request's data is in
  * /dev/ublkcN at ucopy_off, not in a buffer. An all-hit read is written
- * there from the pinned pmem blocks with one pwritev; any other read is
- * gathered in a bounce buffer sent out when the request completes. Writes
- * read it straight into their new cache blocks (engine_write.c).
+ * there from the pinned pmem blocks with one pwritev; any other read with
+ * one pwritev when the request completes, the blocks it filled straight
+ * from pmem (kept pinned until then) and the rest (hits, misses not
+ * admitted) from a bounce buffer. Writes read it straight into their new
+ * cache blocks (engine_write.c).
  */
 #define _GNU_SOURCE
 #include "engine_internal.h"
@@ -129,6 +131,12 @@ static void read_io_done(struct pmc_io *io, int res)
 		if (res == 0) {
 			/* -EEXIST/-ESTALE: a write got there first; the block is dropped */
 			pmc_cache_publish_fill(e->c, req->vol, x->lba + i, blk, x->snap[i]);
+			if (x->ucopy_out) {
+				/* user copy: goes out from pmem, still pinned, with
+				 * the rest of the request (pmc_eng_ucopy_finish) */
+				x->blk[i] = blk | UCOPY_HIT;
+				continue;
+			}
 			if (pmc_eng_hit_copy(e, req->vol, x->lba + i, blk, PMC_BLK_CLEAN,
 				     x->buf + (size_t)i * e->bs))
 				pmc_eng_set_res(x, -EIO);
@@ -336,14 +344,53 @@ static void ucopy_read_hits(struct pmc_req_ctx *x, uint32_t hits)
 		pmc_eng_set_res(x, rc);
 }
 
+/* blk[i] of a user-copy read: a pinned block whose data has not gone out */
+static int ucopy_pinned(uint64_t b)
+{
+	return b != NO_BLK && b != HIT_BLK && (b & UCOPY_HIT);
+}
+
+/* a user-copy read that was not all hits goes out in one call: the blocks
+ * it filled from pmem (pinned since their fill), the rest (hits copied
+ * in, misses not admitted) from the bounce buffer; then the fills are
+ * unpinned. A fill the kernel could not read is quarantined if poisoned,
+ * as an all-hit read's block is (ucopy_read_hits). */
 void pmc_eng_ucopy_finish(struct pmc_req_ctx *x)
 {
+	struct pmc_engine *e = x->q->e;
 	struct pmc_req *req = x->req;
-	struct iovec iov = {.iov_base = x->buf, .iov_len = req->len};
+	uint32_t cnt = 0;
+	int rc;
 
 	x->ucopy_out = 0;
-	if (!x->res)
-		pmc_eng_set_res(x, pmc_eng_ucopy_rw(req->ucopy_fd, &iov, 1, req->ucopy_off, 1));
+	for (uint32_t i = 0; i < x->n && !x->res; i++) {
+		char *p = ucopy_pinned(x->blk[i])
+			      ? pmc_cache_block_data(e->c, x->blk[i] & ~UCOPY_HIT)
+			      : x->buf + (size_t)i * e->bs;
+
+		if (cnt && (char *)x->iov[cnt - 1].iov_base + x->iov[cnt - 1].iov_len == p) {
+			x->iov[cnt - 1].iov_len += e->bs;
+			continue;
+		}
+		x->iov[cnt].iov_base = p;
+		x->iov[cnt++].iov_len = e->bs;
+	}
+	rc = x->res ? 0 : pmc_eng_ucopy_rw(req->ucopy_fd, x->iov, cnt, req->ucopy_off, 1);
+	for (uint32_t i = 0; i < x->n; i++) {
+		uint64_t blk = x->blk[i] & ~UCOPY_HIT;
+
+		if (!ucopy_pinned(x->blk[i]))
+			continue;
+		if ((rc == -EFAULT || rc == -EIO) &&
+		    pmc_poison_probe(pmc_cache_block_data(e->c, blk), e->bs))
+			pmc_eng_media_error(e, req->vol, x->lba + i, blk);
+		pmc_cache_unpin(e->c, blk);
+		x->blk[i] = NO_BLK;
+	}
+	if (rc == -EFAULT)
+		rc = -EIO;
+	if (rc)
+		pmc_eng_set_res(x, rc);
 }
 
 void pmc_eng_start_read(struct pmc_req_ctx *x)

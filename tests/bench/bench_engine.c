@@ -130,6 +130,10 @@ static int efail(struct eng_result *r, int code, const char *what, const struct 
 
 static unsigned g_done;
 static int g_res;
+/* the replay with --ucopy: requests move their data as pmcached's do with
+ * ublk user copy, with this file standing for /dev/ublkcN (slot i's data
+ * at i * slot bytes); -1: through their buffers */
+static int g_ucopy_fd = -1;
 
 /* a block trace (the replay, below): request i reads or writes len bytes
  * at off */
@@ -190,7 +194,13 @@ static int run_src(struct pmc_queue *q, uint32_t vol, char *bufs, uint32_t slot_
 				r->off = offs ? offs[issued] : issued * slot_bytes;
 				r->len = slot_bytes;
 			}
-			r->buf = bufs + (size_t)slot * slot_bytes;
+			if (trace && g_ucopy_fd >= 0) {
+				r->flags = PMC_REQ_UCOPY;
+				r->ucopy_fd = g_ucopy_fd;
+				r->ucopy_off = (uint64_t)slot * slot_bytes;
+			} else {
+				r->buf = bufs + (size_t)slot * slot_bytes;
+			}
 			r->cb = done_cb;
 			r->priv = (void *)(uintptr_t)slot;
 			if (pmc_queue_submit(q, r, &err)) {
@@ -625,7 +635,9 @@ static int child_wbtime(uint64_t size, struct eng_result *r)
  * pmcached's own write-back thread (daemon/wb.c), with the
  * default write-back settings and a write-back volume of the default
  * configuration. CPU times are the process's (both threads) and each
- * thread's.
+ * thread's. With --ucopy the requests carry no buffer: their data is in a
+ * tmpfs file standing for /dev/ublkcN (g_ucopy_fd), as with ublk user
+ * copy in pmcached.
  */
 static struct trace_req *g_trace;
 static uint64_t g_trace_n, g_trace_end;
@@ -951,7 +963,7 @@ int bench_engine(int argc, char **argv)
 	char tag[2][32];
 	const char *trace = NULL;
 	uint64_t rcache = 224ull << 20;
-	int opt, hs, hits_only = 0, wb_only = 0;
+	int opt, hs, hits_only = 0, wb_only = 0, ucopy = 0;
 
 	static const struct option lopts[] = {
 	    {"dir", required_argument, NULL, 'd'},
@@ -961,12 +973,16 @@ int bench_engine(int argc, char **argv)
 	    {"disk-dir", required_argument, NULL, 'D'},
 	    {"replay", required_argument, NULL, 'R'},
 	    {"replay-cache", required_argument, NULL, 'C'},
+	    {"ucopy", no_argument, NULL, 'U'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 
-	while ((opt = getopt_long(argc, argv, "d:s:HWD:R:C:h", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "d:s:HWD:R:C:Uh", lopts, NULL)) != -1) {
 		switch (opt) {
+		case 'U':
+			ucopy = 1;
+			break;
 		case 'R':
 			trace = optarg;
 			break;
@@ -1008,7 +1024,7 @@ int bench_engine(int argc, char **argv)
 			    stderr,
 			    "usage: pmcache-bench engine [-d|--dir DIR] [-s|--sizes SMALL,LARGE] "
 			    "[-H|--hits-only] [-W|--writeback-only] [-D|--disk-dir DIR] "
-			    "[-R|--replay TRACE [-C|--replay-cache SIZE]]\n");
+			    "[-R|--replay TRACE [-C|--replay-cache SIZE] [-U|--ucopy]]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -1018,14 +1034,29 @@ int bench_engine(int argc, char **argv)
 
 		if (trace_load(trace))
 			return 2;
+		if (ucopy) {
+			char path[64];
+
+			/* in /dev/shm, whatever --dir says: it stands for a char
+			 * device, whose copies never wait for a disk */
+			snprintf(path, sizeof(path), "/dev/shm/pmcache-bench-%d-ucopy",
+				 (int)getpid());
+			g_ucopy_fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+			if (g_ucopy_fd < 0 ||
+			    ftruncate(g_ucopy_fd, (off_t)HIT_DEPTH * g_trace_max) || unlink(path)) {
+				fprintf(stderr, "pmcache-bench engine: --ucopy: %s: %s\n", path,
+					strerror(errno));
+				return 1;
+			}
+		}
 		if (!g_disk_dir)
 			g_disk_dir = "/var/tmp"; /* a disk, not tmpfs: see the replay */
 		signal(SIGINT, cleanup);
 		signal(SIGTERM, cleanup);
 		bench_header_start("engine");
-		printf("replay at QD %u, one queue and a write-back thread; "
+		printf("replay at QD %u, one queue and a write-back thread, data %s; "
 		       "PMEM2_FORCE_GRANULARITY=%s; pmem in %s, disk file in %s\n",
-		       HIT_DEPTH,
+		       HIT_DEPTH, ucopy ? "by user copy (a tmpfs file)" : "in buffers",
 		       getenv("PMEM2_FORCE_GRANULARITY") ? getenv("PMEM2_FORCE_GRANULARITY")
 							 : "(unset)",
 		       dir, g_disk_dir);
