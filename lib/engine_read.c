@@ -302,6 +302,33 @@ int pmc_eng_ucopy_bounce(struct pmc_req_ctx *x)
 	return rc;
 }
 
+/* blk[i] of a user-copy read: a pinned block whose data has not gone out */
+static int ucopy_pinned(uint64_t b)
+{
+	return b != NO_BLK && b != HIT_BLK && (b & UCOPY_HIT);
+}
+
+/* x->iov[0..cnt) out to the request; 0 or -errno. When the kernel could
+ * not read the pmem, the pinned blocks that are poisoned are quarantined
+ * and the read fails either way. */
+static int ucopy_send(struct pmc_req_ctx *x, uint32_t cnt)
+{
+	struct pmc_engine *e = x->q->e;
+	struct pmc_req *req = x->req;
+	int rc = pmc_eng_ucopy_rw(req->ucopy_fd, x->iov, cnt, req->ucopy_off, 1);
+
+	if (rc != -EFAULT && rc != -EIO)
+		return rc;
+	for (uint32_t i = 0; i < x->n; i++) {
+		uint64_t blk = x->blk[i] & ~UCOPY_HIT;
+
+		if (ucopy_pinned(x->blk[i]) &&
+		    pmc_poison_probe(pmc_cache_block_data(e->c, blk), e->bs))
+			pmc_eng_media_error(e, req->vol, x->lba + i, blk);
+	}
+	return -EIO;
+}
+
 /* a read's pinned hits (blk | UCOPY_HIT, iov set): all hits go out from
  * pmem in one call; otherwise they are copied into the bounce buffer,
  * which the misses fill and pmc_eng_ucopy_finish sends */
@@ -313,26 +340,14 @@ static void ucopy_read_hits(struct pmc_req_ctx *x, uint32_t hits)
 
 	int direct = hits == x->n && !x->res;
 
-	if (direct) {
-		rc = pmc_eng_ucopy_rw(req->ucopy_fd, x->iov, x->n, req->ucopy_off, 1);
-		if (rc == -EFAULT || rc == -EIO) {
-			/* the kernel could not read the pmem: quarantine what is
-			 * poisoned; the read fails either way */
-			for (uint32_t i = 0; i < x->n; i++) {
-				uint64_t blk = x->blk[i] & ~UCOPY_HIT;
-
-				if (pmc_poison_probe(pmc_cache_block_data(e->c, blk), e->bs))
-					pmc_eng_media_error(e, req->vol, x->lba + i, blk);
-			}
-			rc = -EIO;
-		}
-	} else {
+	if (direct)
+		rc = ucopy_send(x, x->n);
+	else
 		rc = pmc_eng_ucopy_bounce(x);
-	}
 	for (uint32_t i = 0; i < x->n; i++) {
 		uint64_t blk = x->blk[i] & ~UCOPY_HIT;
 
-		if (x->blk[i] == NO_BLK || !(x->blk[i] & UCOPY_HIT))
+		if (!ucopy_pinned(x->blk[i]))
 			continue;
 		if (!direct && rc == 0 &&
 		    pmc_eng_hit_copy(e, req->vol, x->lba + i, blk, PMC_BLK_CLEAN, x->buf + (size_t)i * e->bs))
@@ -344,21 +359,13 @@ static void ucopy_read_hits(struct pmc_req_ctx *x, uint32_t hits)
 		pmc_eng_set_res(x, rc);
 }
 
-/* blk[i] of a user-copy read: a pinned block whose data has not gone out */
-static int ucopy_pinned(uint64_t b)
-{
-	return b != NO_BLK && b != HIT_BLK && (b & UCOPY_HIT);
-}
-
 /* a user-copy read that was not all hits goes out in one call: the blocks
  * it filled from pmem (pinned since their fill), the rest (hits copied
  * in, misses not admitted) from the bounce buffer; then the fills are
- * unpinned. A fill the kernel could not read is quarantined if poisoned,
- * as an all-hit read's block is (ucopy_read_hits). */
+ * unpinned */
 void pmc_eng_ucopy_finish(struct pmc_req_ctx *x)
 {
 	struct pmc_engine *e = x->q->e;
-	struct pmc_req *req = x->req;
 	uint32_t cnt = 0;
 	int rc;
 
@@ -375,20 +382,13 @@ void pmc_eng_ucopy_finish(struct pmc_req_ctx *x)
 		x->iov[cnt].iov_base = p;
 		x->iov[cnt++].iov_len = e->bs;
 	}
-	rc = x->res ? 0 : pmc_eng_ucopy_rw(req->ucopy_fd, x->iov, cnt, req->ucopy_off, 1);
+	rc = x->res ? 0 : ucopy_send(x, cnt);
 	for (uint32_t i = 0; i < x->n; i++) {
-		uint64_t blk = x->blk[i] & ~UCOPY_HIT;
-
 		if (!ucopy_pinned(x->blk[i]))
 			continue;
-		if ((rc == -EFAULT || rc == -EIO) &&
-		    pmc_poison_probe(pmc_cache_block_data(e->c, blk), e->bs))
-			pmc_eng_media_error(e, req->vol, x->lba + i, blk);
-		pmc_cache_unpin(e->c, blk);
+		pmc_cache_unpin(e->c, x->blk[i] & ~UCOPY_HIT);
 		x->blk[i] = NO_BLK;
 	}
-	if (rc == -EFAULT)
-		rc = -EIO;
 	if (rc)
 		pmc_eng_set_res(x, rc);
 }
