@@ -12,7 +12,9 @@ disks' block-layer counters before the replay and after each pass). Prints:
 - a table of write-back times;
 - a table of the replay: seconds and read hit ratio per pass and system,
   and one of what reached the disk in each pass (I/Os, MiB and mean
-  latency in the block layer, for reads, writes and flushes);
+  latency in the block layer, for reads, writes and flushes), and one of
+  where the CPU time went in each pass (replay_cpuP_start.txt and
+  replay_cpuP.txt: the guest's busy share, the ublk server's threads);
 - one `name: value` line per figure: pmcache_vs_PEER_JOB = pmcache IOPS /
   PEER IOPS (for flush: write-back MiB/s over the peer's), all from the same
   guest run, ublkceiling (the RAM-backed ublk target) and ublkloop (the
@@ -226,6 +228,46 @@ def disk_traffic(out, system, p):
     return res
 
 
+def cpu_use(out, system, p):
+    """where the guest's CPU time went in replay pass p, from the snapshots
+    taken at its start and end (replay_cpuP_start.txt, replay_cpuP.txt):
+    (guest busy % of both vCPUs' time, the ublk server's CPU seconds or
+    None, {thread name: CPU seconds} of the threads alive at both ends,
+    threads of one name summed, and "io_uring workers": the rest of the
+    server's total, the workers that came and went in the pass)"""
+    snap = []
+    for name in (f"replay_cpu{p}_start.txt", f"replay_cpu{p}.txt"):
+        try:
+            with open(os.path.join(out, system, name)) as f:
+                snap.append([l.split() for l in f if l.strip()])
+        except OSError:
+            return None
+    hz = 100.0  # USER_HZ of /proc/stat and /proc/PID/stat on x86 Linux
+    cpu = [next((l for l in sn if l[0] == "cpu"), None) for sn in snap]
+    if None in cpu:
+        return None
+    d = [int(b) - int(a) for a, b in zip(cpu[0][1:], cpu[1][1:])]
+    total = sum(d[:8])  # user nice system idle iowait irq softirq steal
+    busy = 100.0 * (total - d[3] - d[4]) / total if total else 0.0
+    proc = [next((l for l in sn if l[0] == "proc"), None) for sn in snap]
+    server = None
+    if None not in proc:
+        server = (int(proc[1][1]) + int(proc[1][2]) - int(proc[0][1]) - int(proc[0][2])) / hz
+    groups = {}
+    th = [{} for _ in snap]
+    for i, sn in enumerate(snap):
+        for l in sn:
+            # io_uring's workers come and go: counted below, from the total
+            if l[0] == "thread" and len(l) == 4 and not l[1].startswith("iou-"):
+                th[i][l[1]] = th[i].get(l[1], 0) + int(l[2]) + int(l[3])
+    for g, v in th[1].items():
+        if g in th[0]:
+            groups[g] = (v - th[0][g]) / hz
+    if server is not None:
+        groups["io_uring workers"] = max(0.0, server - sum(groups.values()))
+    return busy, server, groups
+
+
 def delay_ms(out):
     """the run's --disk-delay-ms, from env.txt"""
     try:
@@ -328,6 +370,21 @@ def main():
             for dev, t in sorted((disk_traffic(out, s, p) or {}).items()):
                 print(f"| {s} | pass {p} | {dev} | {t[0]} | {t[1]:.0f} | {t[2]:.2f} | {t[3]} |"
                       f" {t[4]:.0f} | {t[5]:.2f} | {t[6]} | {t[7]:.2f} |")
+    print()
+    print("| system | replay | guest CPUs busy % | ublk server CPU, % of one vCPU |"
+          " its threads, % of one vCPU |")
+    print("|---|---|---:|---:|---|")
+    for s in REPLAY_SYSTEMS:
+        for p in (1, 2):
+            x = (rp[s] or {}).get(p)
+            c = x and cpu_use(out, s, p)
+            if not c:
+                continue
+            busy, server, groups = c
+            th = ", ".join(f"{g} {100 * v / x['s']:.0f}" for g, v in
+                           sorted(groups.items(), key=lambda kv: -kv[1]) if v > 0)
+            srv = "-" if server is None else f"{100 * server / x['s']:.0f}"
+            print(f"| {s} | pass {p} | {busy:.0f} | {srv} | {th or '-'} |")
     x = rp.get("pmcache") or {}
     for p in (1, 2):
         d = x.get(p) and x[p]["delta"]

@@ -173,6 +173,10 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	echo "mode=$MODE runtime_s=$RT ramp_s=$RAMP working_set_mib=$WS randwrite_region_mib=$WW seq_region_mib=$SEQ flush_mib=$FL"
 	echo "kernel=$(uname -r) cpus=$(grep -c ^processor /proc/cpuinfo) mem_kib=$(awk '/MemTotal/ {print $2}' /proc/meminfo)"
 	echo "fio=$(fio --version)"
+	# the emulated CPU, and whether every syscall switches page tables
+	# (PTI), which costs a TCG guest its software TLB each time
+	echo "cpu_model=\"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)\"" \
+		"meltdown=\"$(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null)\""
 	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY nvmf_tcp=$NVMF"
 	echo "disk_write_cache=\"$(cat $(sysblk $D)/queue/write_cache 2>/dev/null)\""
 	# what one I/O may carry for the kernel to issue it whole
@@ -609,6 +613,23 @@ diskstats() {
 	done
 }
 
+# cpu_snap: where the guest's CPU time has gone so far: /proc/stat's cpu
+# line (ticks of user nice system idle iowait irq softirq steal ...), then
+# for a ublk server (PID set) its process ("proc UTIME STIME", dead
+# threads included) and each live thread ("thread NAME UTIME STIME": the
+# queue threads, write-back, io_uring workers), in clock ticks
+cpu_snap() {
+	head -n 1 /proc/stat
+	[ -n "${PID:-}" ] && [ -d /proc/$PID ] || return 0
+	# the fields after "(comm) ": state is 1, utime 12, stime 13
+	echo "proc $(sed 's/.*) //' /proc/$PID/stat | cut -d' ' -f12,13)"
+	for _t in /proc/$PID/task/*; do
+		_st=$(sed 's/.*) //' $_t/stat 2>/dev/null | cut -d' ' -f12,13) &&
+			[ -n "$_st" ] && echo "thread $(tr ' ' _ <$_t/comm) $_st"
+	done
+	return 0
+}
+
 # replay_fio S NAME [CMD...]: the trace replayed once on DEV at QD32 (fio
 # run under CMD when given), fio's JSON to OUT/S/NAME.json; on failure the
 # guest kernel's last messages, and 1
@@ -630,6 +651,7 @@ since() {
 for S in $REPLAY_SYSTEMS; do
 	echo "=== replay $S ($(up) s)"
 	mkdir -p $OUT/$S
+	PID=
 	setup $S || { bad "$S: setup for the replay failed"; dmesg | tail -n 5; continue; }
 	ok "$S: $DEV ($(blockdev --getsize64 $DEV) bytes)"
 	[ $S = dmwritecache ] && dmsetup message wc 0 clear_stats 2>/dev/null
@@ -637,10 +659,12 @@ for S in $REPLAY_SYSTEMS; do
 	diskstats >$OUT/$S/replay_disk0.txt
 	: >$OUT/$S/replay.txt
 	for P in 1 2; do
+		cpu_snap >$OUT/$S/replay_cpu${P}_start.txt
 		t0=$(up)
 		_perf=$(perf_cmd)
 		replay_fio $S replay_pass$P $_perf || break
 		_secs=$(since $t0)
+		cpu_snap >$OUT/$S/replay_cpu$P.txt
 		[ -n "$_perf" ] && perf_report $S >$OUT/$S/perf_pass$P.txt
 		# bcache folds its hit counters into stats_total on a timer (every
 		# 300/22 s), so they are read once it has run
