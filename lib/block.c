@@ -109,6 +109,16 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int mode)
 		return -EBUSY; /* retired: bad media (poison.h) */
 	if (vol >= c->max_volumes)
 		return 0; /* never linked: a live descriptor has a valid slot */
+	/* second chance, decided without the stripe lock and the chain walk
+	 * (most of what the hand meets under pressure): a live clean block
+	 * referenced since the hand last passed keeps its place. Our pin
+	 * keeps the block from being reused meanwhile; the bit is a hint. A
+	 * referenced orphan waits one sweep more for the walk below. */
+	if (mode != PMC_ALLOC_FREE && (pmc_load64(&d->hint) & PMC_HINT_REFERENCED) &&
+	    (pmc_load64(&d->state) & 0xff) == PMC_BLK_CLEAN && pmc_desc_live(c, d)) {
+		__atomic_fetch_and(&d->hint, ~PMC_HINT_REFERENCED, __ATOMIC_RELAXED);
+		return -EBUSY;
+	}
 	b = pmc_index_bucket(c, vol, d->lba);
 	s = pmc_stripe_of(c, b);
 	pthread_mutex_lock(&c->stripe[s]);

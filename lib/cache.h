@@ -180,6 +180,11 @@ int pmc_cache_invalidate_clean(struct pmc_cache *c, uint32_t vol, uint64_t lba, 
 
 /* --- block-level API for the engine --- */
 
+/* Start fetching the index entries of the n keys (vol, lba..lba+n-1)
+ * into the CPU cache, so that the lookups which follow wait for memory
+ * together rather than one after the other. A hint only: nothing is
+ * locked or changed, and any n is fine. */
+void pmc_cache_prefetch(const struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t n);
 /* Find and pin the block caching (vol, lba); -ENOENT on a miss. */
 int pmc_cache_lookup_pin(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t *blk,
 			 enum pmc_block_state *state);

@@ -405,6 +405,8 @@ void pmc_eng_start_read(struct pmc_req_ctx *x)
 	int bypass = mode == PMC_MODE_PASS_THROUGH || !e->c || sequential(v, req->off, req->len);
 
 	x->pending = 1; /* held until every run is submitted */
+	if (e->c)
+		pmc_cache_prefetch(e->c, req->vol, x->lba, x->n);
 	for (i = 0; i < x->n; i++) {
 		uint64_t blk;
 

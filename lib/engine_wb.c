@@ -364,7 +364,11 @@ static uint64_t wb_run_start(struct pmc_engine *e, uint32_t vol, uint64_t lba, u
 			     uint32_t max)
 {
 	uint64_t first = lba, blk;
+	uint32_t ahead = max < 8 ? max : 8;
 
+	/* most heads are a few blocks back, if any */
+	if (ahead && lba - floor >= ahead)
+		pmc_cache_prefetch(e->c, vol, lba - ahead, ahead);
 	while (first > floor && max--) {
 		if (!wb_pin(e, vol, first - 1, &blk))
 			break;
@@ -793,6 +797,8 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 		       lba + w->n < e->vols[vol].blocks) {
 			while (i < n && e->items[i].vol == vol && e->items[i].lba < lba + w->n)
 				i++; /* duplicates */
+			if (w->n % 32 == 1)
+				pmc_cache_prefetch(e->c, vol, lba + w->n, 32);
 			if (!wb_pin(e, vol, lba + w->n, &blk))
 				break;
 			w->blk[w->n++] = blk;

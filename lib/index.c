@@ -93,6 +93,28 @@ static int chain_walk(struct pmc_cache *c, uint64_t b, uint32_t vol, uint64_t lb
 	}
 }
 
+void pmc_cache_prefetch(const struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t n)
+{
+	enum { WINDOW = 32 };
+	uint64_t b[WINDOW];
+
+	if (n > WINDOW)
+		n = WINDOW;
+	/* two rounds, each of independent loads: the buckets, then the
+	 * descriptors at the chains' heads (read without the stripe lock:
+	 * a stale head only fetches a line for nothing) */
+	for (uint32_t i = 0; i < n; i++) {
+		b[i] = pmc_index_bucket(c, vol, lba + i);
+		__builtin_prefetch(&c->buckets[b[i]]);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t v = pmc_load64(&c->buckets[b[i]]);
+
+		if (v && v <= c->nr_blocks)
+			__builtin_prefetch(&c->descs[v - 1]);
+	}
+}
+
 int pmc_index_find_blk_locked(struct pmc_cache *c, uint64_t b, uint64_t target, uint64_t **link)
 {
 	uint64_t blk;

@@ -48,6 +48,65 @@ static void expect_miss(struct pmc_cache *c, uint32_t vol, uint64_t lba)
 	T_EQ(hit, 0);
 }
 
+/*
+ * Second chance (CLOCK): a clean block looked up since the hand last
+ * passed it is evicted after every other clean block, then like any
+ * other. On a cache of its own: all clean, reference bits cleared, one
+ * block looked up; new dirty writes evict the others first.
+ */
+static void second_chance(const char *dir)
+{
+	char path[256], buf[BS];
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	struct pmc_cache_info info;
+	struct pmc_volume_info vi;
+	uint64_t n, blk, keep;
+	uint32_t v;
+	enum pmc_block_state st;
+
+	snprintf(path, sizeof(path), "%s/pmc-test-index-clock.%d", dir, getpid());
+	unlink(path);
+	T_OK(pmc_pmem_open(path, (2u << 20) + 64 * BS + (1u << 20), &pm, &err));
+	T_OK(pmc_cache_format(pm, &(struct pmc_format_opts){.max_volumes = 2}, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	pmc_cache_get_info(c, &info);
+	n = info.nr_blocks;
+	T_OK(pmc_cache_volume_add(c, "clock", "/dev/nvme0n1", 4 * n * BS, &v, &err));
+	for (uint64_t lba = 0; lba < n; lba++) {
+		fill(buf, 9000 + lba);
+		T_OK(pmc_cache_write(c, v, lba, 1, buf, &err));
+		T_OK(pmc_cache_lookup_pin(c, v, lba, &blk, &st));
+		T_OK(pmc_cache_mark_clean(c, v, lba, blk));
+		pmc_cache_unpin(c, blk);
+	}
+	for (uint64_t x = 0; x < n; x++)
+		c->descs[x].hint = 0;
+	T_OK(pmc_cache_lookup_pin(c, v, 3, &keep, &st)); /* referenced */
+	pmc_cache_unpin(c, keep);
+	/* n - 1 new blocks: every clean block but the referenced one goes */
+	for (uint64_t i = 0; i < n - 1; i++) {
+		fill(buf, 20000 + i);
+		T_OK(pmc_cache_write(c, v, n + i, 1, buf, &err));
+	}
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_EQ(vi.nr_clean, 1);
+	T_EQ(c->descs[keep].lba, 3);
+	T_EQ(pmc_load64(&c->descs[keep].state) & 0xff, PMC_BLK_CLEAN);
+	/* its bit was spent: the next new block takes it */
+	fill(buf, 30000);
+	T_OK(pmc_cache_write(c, v, 2 * n, 1, buf, &err));
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_EQ(vi.nr_clean, 0);
+	expect_miss(c, v, 3);
+	check(c);
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	unlink(path);
+	printf("ok: second chance: the referenced clean block is evicted last of %llu\n",
+	       (unsigned long long)n);
+}
+
 int main(void)
 {
 	char path[256], buf[4 * BS];
@@ -317,6 +376,7 @@ int main(void)
 	pmc_cache_close(c);
 	pmc_pmem_close(pm);
 	unlink(path);
+	second_chance(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	printf("PASS test_index\n");
 	return 0;
 }
