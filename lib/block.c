@@ -109,16 +109,6 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int mode)
 		return -EBUSY; /* retired: bad media (poison.h) */
 	if (vol >= c->max_volumes)
 		return 0; /* never linked: a live descriptor has a valid slot */
-	/* second chance, decided without the stripe lock and the chain walk
-	 * (most of what the hand meets under pressure): a live clean block
-	 * referenced since the hand last passed keeps its place. Our pin
-	 * keeps the block from being reused meanwhile; the bit is a hint. A
-	 * referenced orphan waits one sweep more for the walk below. */
-	if (mode != PMC_ALLOC_FREE && (pmc_load64(&d->hint) & PMC_HINT_REFERENCED) &&
-	    (pmc_load64(&d->state) & 0xff) == PMC_BLK_CLEAN && pmc_desc_live(c, d)) {
-		__atomic_fetch_and(&d->hint, ~PMC_HINT_REFERENCED, __ATOMIC_RELAXED);
-		return -EBUSY;
-	}
 	b = pmc_index_bucket(c, vol, d->lba);
 	s = pmc_stripe_of(c, b);
 	pthread_mutex_lock(&c->stripe[s]);
@@ -204,6 +194,19 @@ int pmc_cache_alloc(struct pmc_cache *c, int mode, uint64_t *blk)
 			continue;
 		}
 		budget--;
+		/* second chance, decided before the claim, the stripe lock and
+		 * the chain walk (most of what the hand meets under pressure):
+		 * a clean block referenced since the hand last passed keeps its
+		 * place. Only a skip, so an unpinned look at a hint is enough;
+		 * a stale block so passed waits for the next sweep. A bit set
+		 * after this look is seen by reclaim(). */
+		if (mode != PMC_ALLOC_FREE &&
+		    (pmc_load64(&c->descs[i].hint) & PMC_HINT_REFERENCED) &&
+		    (pmc_load64(&c->descs[i].state) & 0xff) == PMC_BLK_CLEAN) {
+			__atomic_fetch_and(&c->descs[i].hint, ~PMC_HINT_REFERENCED,
+					   __ATOMIC_RELAXED);
+			continue;
+		}
 		if (!claim(c, i))
 			continue;
 		if (pmc_test_alloc_claimed)
