@@ -48,13 +48,29 @@ static void expect_miss(struct pmc_cache *c, uint32_t vol, uint64_t lba)
 	T_EQ(hit, 0);
 }
 
+/* a new cache on a 3.25 MiB file in TMPDIR (or /tmp), named NAME.PID (its
+ * path in path) */
+static struct pmc_cache *new_cache(char *path, size_t len, const char *name, uint32_t max_volumes,
+				   struct pmc_pmem **pm)
+{
+	struct pmc_cache *c;
+
+	snprintf(path, len, "%s/%s.%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", name,
+		 getpid());
+	unlink(path);
+	T_OK(pmc_pmem_open(path, (2u << 20) + 64 * BS + (1u << 20), pm, &err));
+	T_OK(pmc_cache_format(*pm, &(struct pmc_format_opts){.max_volumes = max_volumes}, &err));
+	T_OK(pmc_cache_open(*pm, 0, &c, &err));
+	return c;
+}
+
 /*
  * Second chance (CLOCK): a clean block looked up since the hand last
  * passed it is evicted after every other clean block, then like any
  * other. On a cache of its own: all clean, reference bits cleared, one
  * block looked up; new dirty writes evict the others first.
  */
-static void second_chance(const char *dir)
+static void second_chance(void)
 {
 	char path[256], buf[BS];
 	struct pmc_pmem *pm;
@@ -65,11 +81,7 @@ static void second_chance(const char *dir)
 	uint32_t v;
 	enum pmc_block_state st;
 
-	snprintf(path, sizeof(path), "%s/pmc-test-index-clock.%d", dir, getpid());
-	unlink(path);
-	T_OK(pmc_pmem_open(path, (2u << 20) + 64 * BS + (1u << 20), &pm, &err));
-	T_OK(pmc_cache_format(pm, &(struct pmc_format_opts){.max_volumes = 2}, &err));
-	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	c = new_cache(path, sizeof(path), "pmc-test-index-clock", 2, &pm);
 	pmc_cache_get_info(c, &info);
 	n = info.nr_blocks;
 	T_OK(pmc_cache_volume_add(c, "clock", "/dev/nvme0n1", 4 * n * BS, &v, &err));
@@ -118,12 +130,7 @@ int main(void)
 	uint64_t blk, blk2, nblocks;
 	enum pmc_block_state st;
 
-	snprintf(path, sizeof(path), "%s/pmc-test-index.%d",
-		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", getpid());
-	unlink(path);
-	T_OK(pmc_pmem_open(path, (2u << 20) + 64 * BS + (1u << 20), &pm, &err));
-	T_OK(pmc_cache_format(pm, &(struct pmc_format_opts){.max_volumes = 4}, &err));
-	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	c = new_cache(path, sizeof(path), "pmc-test-index", 4, &pm);
 	pmc_cache_get_info(c, &info);
 	nblocks = info.nr_blocks;
 	printf("ok: %llu blocks\n", (unsigned long long)nblocks);
@@ -376,7 +383,7 @@ int main(void)
 	pmc_cache_close(c);
 	pmc_pmem_close(pm);
 	unlink(path);
-	second_chance(getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	second_chance();
 	printf("PASS test_index\n");
 	return 0;
 }

@@ -268,6 +268,27 @@ def cpu_use(out, system, p):
     return busy, server, groups
 
 
+def cpu_table(out, rp):
+    """the table of where each replay pass's CPU time went (cpu_use)"""
+    rows = []
+    for s in REPLAY_SYSTEMS:
+        for p, x in sorted((rp[s] or {}).items()):
+            c = cpu_use(out, s, p)
+            if c:
+                rows.append((s, p, x["s"]) + c)
+    if not rows:
+        return
+    print("| system | replay | guest CPUs busy % | ublk server CPU, % of one vCPU |"
+          " its threads, % of one vCPU |")
+    print("|---|---|---:|---:|---|")
+    for s, p, secs, busy, server, groups in rows:
+        th = ", ".join(f"{g} {100 * v / secs:.0f}" for g, v in
+                       sorted(groups.items(), key=lambda kv: -kv[1]) if v > 0)
+        srv = "-" if server is None else f"{100 * server / secs:.0f}"
+        print(f"| {s} | pass {p} | {busy:.0f} | {srv} | {th or '-'} |")
+    print()
+
+
 def delay_ms(out):
     """the run's --disk-delay-ms, from env.txt"""
     try:
@@ -371,20 +392,7 @@ def main():
                 print(f"| {s} | pass {p} | {dev} | {t[0]} | {t[1]:.0f} | {t[2]:.2f} | {t[3]} |"
                       f" {t[4]:.0f} | {t[5]:.2f} | {t[6]} | {t[7]:.2f} |")
     print()
-    print("| system | replay | guest CPUs busy % | ublk server CPU, % of one vCPU |"
-          " its threads, % of one vCPU |")
-    print("|---|---|---:|---:|---|")
-    for s in REPLAY_SYSTEMS:
-        for p in (1, 2):
-            x = (rp[s] or {}).get(p)
-            c = x and cpu_use(out, s, p)
-            if not c:
-                continue
-            busy, server, groups = c
-            th = ", ".join(f"{g} {100 * v / x['s']:.0f}" for g, v in
-                           sorted(groups.items(), key=lambda kv: -kv[1]) if v > 0)
-            srv = "-" if server is None else f"{100 * server / x['s']:.0f}"
-            print(f"| {s} | pass {p} | {busy:.0f} | {srv} | {th or '-'} |")
+    cpu_table(out, rp)
     x = rp.get("pmcache") or {}
     for p in (1, 2):
         d = x.get(p) and x[p]["delta"]
