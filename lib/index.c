@@ -93,6 +93,22 @@ static int chain_walk(struct pmc_cache *c, uint64_t b, uint32_t vol, uint64_t lb
 	}
 }
 
+/* the n buckets b[] and the descriptors at their chains' heads into the
+ * CPU cache: two rounds, each of independent loads, rather than two
+ * dependent misses per bucket (the heads are read without the stripe
+ * lock: a stale one only fetches a line for nothing) */
+static void prefetch_chains(const struct pmc_cache *c, const uint64_t *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		__builtin_prefetch(&c->buckets[b[i]]);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t v = pmc_load64(&c->buckets[b[i]]);
+
+		if (v && v <= c->nr_blocks)
+			__builtin_prefetch(&c->descs[v - 1]);
+	}
+}
+
 void pmc_cache_prefetch(const struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t n)
 {
 	enum { WINDOW = 32 };
@@ -100,19 +116,9 @@ void pmc_cache_prefetch(const struct pmc_cache *c, uint32_t vol, uint64_t lba, u
 
 	if (n > WINDOW)
 		n = WINDOW;
-	/* two rounds, each of independent loads: the buckets, then the
-	 * descriptors at the chains' heads (read without the stripe lock:
-	 * a stale head only fetches a line for nothing) */
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0; i < n; i++)
 		b[i] = pmc_index_bucket(c, vol, lba + i);
-		__builtin_prefetch(&c->buckets[b[i]]);
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t v = pmc_load64(&c->buckets[b[i]]);
-
-		if (v && v <= c->nr_blocks)
-			__builtin_prefetch(&c->descs[v - 1]);
-	}
+	prefetch_chains(c, b, n);
 }
 
 int pmc_index_find_blk_locked(struct pmc_cache *c, uint64_t b, uint64_t target, uint64_t **link)
@@ -354,20 +360,14 @@ static void publish_batch(struct pmc_cache *c, uint32_t vol, uint32_t gen, const
 	uint64_t birth = pmc_now_ns();
 	int linked = 0;
 
-	/* the chains' first words and descriptors, and the new descriptors,
+	/* the new descriptors, the chains' first words and descriptors,
 	 * fetched together rather than one cache miss after the other */
-	for (uint32_t i = 0; i < n; i++) {
-		__builtin_prefetch(&c->buckets[bucket[i]]);
+	for (uint32_t i = 0; i < n; i++)
 		__builtin_prefetch(&c->descs[blk[i]], 1);
-	}
+	prefetch_chains(c, bucket, n);
 	set.n = n;
-	for (uint32_t i = 0; i < n; i++) {
-		uint64_t v = pmc_load64(&c->buckets[bucket[i]]);
-
-		if (v && v <= c->nr_blocks)
-			__builtin_prefetch(&c->descs[v - 1]);
+	for (uint32_t i = 0; i < n; i++)
 		set.s[i] = pmc_stripe_of(c, bucket[i]);
-	}
 	pmc_stripes_lock(c, &set);
 	/* step 1 (crash point publish.desc): every descriptor, unlinked, then
 	 * one drain; the data was flushed by the caller */
