@@ -621,13 +621,17 @@ diskstats() {
 cpu_snap() {
 	head -n 1 /proc/stat
 	[ -n "${PID:-}" ] && [ -d /proc/$PID ] || return 0
-	# the fields after "(comm) ": state is 1, utime 12, stime 13
-	echo "proc $(sed 's/.*) //' /proc/$PID/stat | cut -d' ' -f12,13)"
+	echo "proc $(stat_ticks /proc/$PID/stat)"
 	for _t in /proc/$PID/task/*; do
-		_st=$(sed 's/.*) //' $_t/stat 2>/dev/null | cut -d' ' -f12,13) &&
-			[ -n "$_st" ] && echo "thread $(tr ' ' _ <$_t/comm) $_st"
+		_st=$(stat_ticks $_t/stat) && [ -n "$_st" ] &&
+			echo "thread $(tr ' ' _ <$_t/comm) $_st"
 	done
 	return 0
+}
+# stat_ticks FILE: "UTIME STIME" of a /proc/.../stat file (the fields
+# after "(comm) ": state is 1, utime 12, stime 13); nothing if it is gone
+stat_ticks() {
+	sed 's/.*) //' "$1" 2>/dev/null | cut -d' ' -f12,13
 }
 
 # replay_fio S NAME [CMD...]: the trace replayed once on DEV at QD32 (fio
