@@ -42,8 +42,9 @@ TOOLS="/usr/bin/ndctl /usr/bin/daxctl /usr/sbin/nvme /sbin/mke2fs /sbin/mkfs.ext
 # Modules insmod'ed at boot, in dependency order after resolution.
 MODS="nfit nd_pmem dax_pmem device_dax ublk_drv nvme dm_mod dm_writecache dm_flakey dm_delay
 	dm_log_writes bcache ext4 9p 9pnet_virtio nvme_fabrics nvme_tcp nvme_loop nvmet nvmet_tcp"
-# Copied but not loaded: they take load-time parameters (brd rd_size=...).
-MODS_NOLOAD="brd"
+# Copied but not loaded: they take load-time parameters (brd rd_size=...,
+# null_blk nr_devices=0 for the delayed disk of t-bench.sh).
+MODS_NOLOAD="brd null_blk"
 
 mkdir -p "$OUT/dl"
 OUT=$(cd "$OUT" && pwd)

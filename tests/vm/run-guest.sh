@@ -17,7 +17,7 @@
 # The guest runs COMMAND with sh in /host (the share) after /init loaded
 # the modules; guest/*.sh are copied into the share, so COMMAND is
 # usually "sh t-name.sh args". The machine: TCG (KVM when /dev/kvm works,
-# probed once per image and remembered), 2 vCPUs, 2 GiB RAM, two NVDIMMs
+# probed once per image and remembered), 2 vCPUs, 2 GiB RAM (PMC_VM_MEM_MIB), two NVDIMMs
 # backed by shared files (nvdimm0: the devdax namespace for pmcache,
 # nvdimm1: a pmem block device for the peers), two NVMe disks with fixed
 # serials and distinct sizes (the guest must select them by serial), the
@@ -30,6 +30,7 @@
 # log is kept; on failure its tail is printed.
 # Env: PMC_VM_ACCEL=tcg|kvm forces the accelerator; PMC_VM_PMEM_MIB (1024)
 # and PMC_VM_PEER_PMEM_MIB (512) size the NVDIMMs (multiples of 16);
+# PMC_VM_MEM_MIB (2048) is the guest's RAM;
 # PMC_VM_NVME_MIB (1024) sizes the first NVMe disk (a sparse image);
 # PMC_VM_NVME_WRITTEN=1 writes the NVMe images whole when they are made
 # (for benchmarks: the host's first write into a hole of a sparse image
@@ -42,6 +43,7 @@ NVME_SERIALS="pmcvm0001 pmcvm0002"
 NVME_MIB="${PMC_VM_NVME_MIB:-1024} 768"
 PMEM_MIB=${PMC_VM_PMEM_MIB:-1024}
 PEER_PMEM_MIB=${PMC_VM_PEER_PMEM_MIB:-512}
+MEM_MIB=${PMC_VM_MEM_MIB:-2048}
 
 die() {
 	echo "run-guest: $*" >&2
@@ -77,6 +79,7 @@ fi
 for m in $PMEM_MIB $PEER_PMEM_MIB; do
 	[ $((m % 16)) -eq 0 ] || die "NVDIMM size $m MiB is not a multiple of 16"
 done
+case $MEM_MIB in '' | *[!0-9]* | 0*) die "PMC_VM_MEM_MIB must be a whole number of MiB, not '$MEM_MIB'" ;; esac
 
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
@@ -151,7 +154,7 @@ qemu_cmd() { # accel kernel-cmdline-extra
 	local cpu=max
 	[ "$1" = kvm ] && cpu=host
 	QEMU=(qemu-system-x86_64 -machine "pc,nvdimm=on,accel=$1" -cpu "$cpu" -smp 2
-		-m 2G,slots=4,maxmem=8G
+		-m "${MEM_MIB}M,slots=4,maxmem=$((MEM_MIB + PMEM_MIB + PEER_PMEM_MIB + 4096))M"
 		-object "memory-backend-file,id=pm0,share=on,mem-path=$WORK/nvdimm0.img,size=$((PMEM_MIB + 2))M,align=2M"
 		-device nvdimm,id=nvdimm0,memdev=pm0,label-size=128K
 		-object "memory-backend-file,id=pm1,share=on,mem-path=$WORK/nvdimm1.img,size=$((PEER_PMEM_MIB + 2))M,align=2M"

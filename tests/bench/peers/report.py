@@ -234,7 +234,8 @@ def cpu_use(out, system, p):
     (guest busy % of both vCPUs' time, the ublk server's CPU seconds or
     None, {thread name: CPU seconds} of the threads alive at both ends,
     threads of one name summed, and "io_uring workers": the rest of the
-    server's total, the workers that came and went in the pass)"""
+    server's total, the workers that came and went in the pass, and the
+    CPU seconds of dm-delay's polling thread or None)"""
     snap = []
     for name in (f"replay_cpu{p}_start.txt", f"replay_cpu{p}.txt"):
         try:
@@ -265,7 +266,10 @@ def cpu_use(out, system, p):
             groups[g] = (v - th[0][g]) / hz
     if server is not None:
         groups["io_uring workers"] = max(0.0, server - sum(groups.values()))
-    return busy, server, groups
+    kt = [{l[1]: int(l[2]) + int(l[3]) for l in sn if l[0] == "kthread" and len(l) == 4}
+          for sn in snap]
+    delay = sum(v - kt[0][k] for k, v in kt[1].items() if k in kt[0]) / hz if kt[1] else None
+    return busy, server, groups, delay
 
 
 def cpu_table(out, rp):
@@ -278,14 +282,19 @@ def cpu_table(out, rp):
                 rows.append((s, p, x["s"]) + c)
     if not rows:
         return
+    # dm-delay's polling thread, where the run has one (--delay-dev dm-delay)
+    dd = any(r[-1] is not None for r in rows)
     print("| system | replay | guest CPUs busy % | ublk server CPU, % of one vCPU |"
-          " its threads, % of one vCPU |")
-    print("|---|---|---:|---:|---|")
-    for s, p, secs, busy, server, groups in rows:
+          " its threads, % of one vCPU |" + (" dm-delay's thread, % of one vCPU |" if dd else ""))
+    print("|---|---|---:|---:|---|" + ("---:|" if dd else ""))
+    for s, p, secs, busy, server, groups, delay in rows:
         th = ", ".join(f"{g} {100 * v / secs:.0f}" for g, v in
                        sorted(groups.items(), key=lambda kv: -kv[1]) if v > 0)
         srv = "-" if server is None else f"{100 * server / secs:.0f}"
-        print(f"| {s} | pass {p} | {busy:.0f} | {srv} | {th or '-'} |")
+        col = ""
+        if dd:
+            col = " - |" if delay is None else f" {100 * delay / secs:.0f} |"
+        print(f"| {s} | pass {p} | {busy:.0f} | {srv} | {th or '-'} |{col}")
     print()
 
 

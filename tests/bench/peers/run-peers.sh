@@ -8,7 +8,7 @@
 # in turn round by round), then report.py prints the tables, the ratios and
 # the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
 #
-# usage: run-peers.sh [-B BUILD] [-o OUT] [--quick|--smoke] [--disk-delay-ms N]
+# usage: run-peers.sh [-B BUILD] [-o OUT] [--quick|--smoke] [--disk-delay-ms N [--delay-dev DEV]]
 #                     [--systems LIST] [--nvmf-tcp] [--replay-only] [--jobs LIST]
 #                     [--pmcache-set KEY=VALUE,...] [--perf] [--replay-cache-mib N]
 #                     [--no-plots] [--no-core]
@@ -26,9 +26,18 @@
 #               only these systems (comma-separated, pmcache among them; default
 #               pmcache,ublkceiling,ublkloop,dmwritecache,bcache,rawnvme), for a shorter run
 #   --disk-delay-ms N
-#               dm-delay under the backing disk of every system: N ms more
-#               per disk I/O (2: a disk array or a network disk). A full run
-#               with it leaves out the ceiling (it has no disk)
+#               a slow backing disk for every system: N ms per disk I/O (2: a
+#               disk array or a network disk), made by the delay device. A
+#               full run with it leaves out the ceiling (it has no disk)
+#   --delay-dev dm-delay|nullblk
+#               what makes the slow disk: dm-delay (default) over the NVMe
+#               disk, whose kernel thread polls while any I/O waits below
+#               50 ms and takes about half a vCPU from the systems under
+#               test; nullblk (-nullblk appended to OUT) a memory-backed,
+#               write-through null_blk device as large as the NVMe disk,
+#               each request completed N ms after it came by a timer (the
+#               guest then has 6 GiB of RAM to hold its data). See
+#               tests/bench/BENCHMARKS.md, "Early morning of 2026-12-07"
 #   --nvmf-tcp  the backing disk is an NVMe/TCP namespace: the guest's nvmet
 #               exports the NVMe disk on its loopback, pmcache names it by
 #               subsystem NQN in its config, and rawnvme is the raw
@@ -67,6 +76,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../../.." && pwd)
 BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0 NVMF=0 JOBS=all SETS= PERF=0 RCMIB=
+DELAYDEV=dm-delay
 ALL=pmcache,ublkceiling,ublkloop,dmwritecache,bcache,rawnvme SYSTEMS=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -78,6 +88,13 @@ while [ $# -gt 0 ]; do
 		DELAY=${2:-}
 		case $DELAY in '' | *[!0-9]*)
 			echo "run-peers: --disk-delay-ms needs a whole number of ms, not '$DELAY'" >&2
+			exit 1 ;;
+		esac
+		shift ;;
+	--delay-dev)
+		DELAYDEV=${2:-}
+		case $DELAYDEV in dm-delay | nullblk) ;; *)
+			echo "run-peers: --delay-dev dm-delay or nullblk, not '$DELAYDEV'" >&2
 			exit 1 ;;
 		esac
 		shift ;;
@@ -138,6 +155,7 @@ case ${PMC_BENCH_RUNTIME:-20} in '' | *[!0-9]* | 0)
 esac
 RUN=$MODE
 [ "$DELAY" -gt 0 ] && RUN=$MODE-delay$DELAY
+[ "$DELAY" -gt 0 ] && [ $DELAYDEV = nullblk ] && RUN=$RUN-nullblk
 [ "$NVMF" = 1 ] && RUN=$RUN-nvmf
 [ $JOBS = replay ] && RUN=$RUN-replay
 ONLY= # --jobs: the fio jobs asked for
@@ -171,6 +189,9 @@ export PMC_VM_NVME_MIB=3072
 # slower in whichever replay pass first wrote a region (pmcache's pass 1,
 # as pmcache replays first)
 export PMC_VM_NVME_WRITTEN=1
+# the null_blk disk keeps what is written to it in the guest's RAM: up to
+# the 3 GiB of the disk beside the 2 GiB the guest has otherwise
+[ "$DELAY" -gt 0 ] && [ $DELAYDEV = nullblk ] && export PMC_VM_MEM_MIB=6144
 t0=$(date +%s)
 DESC=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)
 rc=0
@@ -190,7 +211,7 @@ LOADPID=$!
 trap 'kill $LOADPID 2>/dev/null || true; rm -rf "$RUNNER"' EXIT
 bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 5400 \
 	"${BINS[@]}" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" \
-	"${SYSTEMS:-$ALL}" "$NVMF" "$JOBS" "$SETS" "$PERF" "$RCMIB" || rc=$?
+	"${SYSTEMS:-$ALL}" "$NVMF" "$JOBS" "$SETS" "$PERF" "$RCMIB" "$DELAYDEV" || rc=$?
 kill $LOADPID 2>/dev/null || true
 [ $rc = 77 ] && exit 77
 rm -rf "$OUT"

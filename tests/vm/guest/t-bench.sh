@@ -10,9 +10,15 @@
 #   dmwritecache   /dev/mapper/wc: dm-writecache, pmem mode, over the pmem block device
 #   bcache         /dev/bcache0: bcache, writeback, the pmem block device as cache
 #   rawnvme        the NVMe disk itself
-# With DELAY_MS > 0 the disk under every system is dm-delay over the NVMe
-# disk, adding DELAY_MS to every I/O; a full run then leaves out
-# ublkceiling (it has no disk).
+# With DELAY_MS > 0 the disk under every system is a slow one, DELAY_MS per
+# I/O, made by DELAY_DEV: dm-delay (the default) is dm-delay over the NVMe
+# disk; below 50 ms its kernel thread polls while any I/O waits (Linux 6.8
+# on), which takes about half a vCPU from the systems under test, as no
+# disk array does. nullblk is a memory-backed null_blk device of the NVMe
+# disk's size whose every request completes DELAY_MS after it came, on a
+# timer, with no volatile write cache (as an array with a non-volatile
+# one reports): no thread, nothing polled.
+# A full run then leaves out ublkceiling (it has no disk).
 # With NVMF=1 the disk is an NVMe/TCP namespace: the kernel's target
 # (nvmet) exports the NVMe disk (or its dm-delay) on the guest's loopback,
 # nvme-cli connects it, and every system uses the fabric namespace; pmcache
@@ -41,6 +47,8 @@
 PATH=/host/bin:$PATH
 MODE=${1:-full}
 DELAY=${2:-0}
+# DELAY_DEV: what adds DELAY_MS to every disk I/O (above)
+DELAY_DEV=${10:-dm-delay}
 OUT=/host/out/bench
 SOCK=/tmp/pmcached.sock
 # quick: half-size regions and a trace of 20000 requests over 400 MiB
@@ -81,12 +89,45 @@ sysblk() {
 mkdir -p $OUT
 NVME=$(nvme_dev "$(nvme_serial 1)") || { bad "no NVMe disk $(nvme_serial 1)"; exit 1; }
 D=$NVME
+NULLB=/sys/kernel/config/nullb/slow
+# slow_nullblk: D becomes a null_blk device as large as the NVMe disk, its
+# data in the guest's RAM (allocated as written), every request completed
+# DELAY ms after it came by a timer: no thread, no polling; write-through
+# (flushes complete at once). Up to 1024 requests in flight per queue, and
+# requests as large as the NVMe disk takes. The kernel names the disk after
+# the configfs directory (6.12: /dev/slow), older ones nullbINDEX.
+slow_nullblk() {
+	[ -d /sys/module/null_blk ] || insmod /lib/modules/null_blk.ko nr_devices=0 || return 1
+	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config
+	mkdir $NULLB &&
+		echo $(($(blockdev --getsize64 $NVME) >> 20)) >$NULLB/size &&
+		echo "$(blockdev --getss $NVME)" >$NULLB/blocksize &&
+		echo 1 >$NULLB/memory_backed && echo 2 >$NULLB/irqmode &&
+		echo $((DELAY * 1000000)) >$NULLB/completion_nsec &&
+		echo 1024 >$NULLB/hw_queue_depth &&
+		echo $(($(cat $(sysblk $NVME)/queue/max_sectors_kb) * 2)) >$NULLB/max_sectors &&
+		echo 1 >$NULLB/power || return 1
+	for _i in $(seq 1 50); do
+		for D in /dev/slow /dev/nullb$(cat $NULLB/index); do
+			[ -b $D ] && return 0
+		done
+		sleep 0.1
+	done
+	return 1
+}
 if [ "$DELAY" -gt 0 ]; then
-	dmsetup create --noudevsync slow --table "0 $(blockdev --getsz $NVME) delay $NVME 0 $DELAY" ||
-		{ bad "dm-delay over $NVME"; exit 1; }
-	dmsetup mknodes slow
-	D=/dev/mapper/slow
-	dmsetup table slow
+	case $DELAY_DEV in
+	dm-delay)
+		dmsetup create --noudevsync slow --table "0 $(blockdev --getsz $NVME) delay $NVME 0 $DELAY" ||
+			{ bad "dm-delay over $NVME"; exit 1; }
+		dmsetup mknodes slow
+		D=/dev/mapper/slow
+		dmsetup table slow ;;
+	nullblk)
+		slow_nullblk || { bad "null_blk of $DELAY ms as the disk"; exit 1; }
+		echo "disk: $D, null_blk, $DELAY ms per request, $(cat $NULLB/size) MiB" ;;
+	*) bad "t-bench: delay device dm-delay or nullblk, not $DELAY_DEV"; exit 2 ;;
+	esac
 fi
 NVMF=${5:-0}
 # JOBS: all, replay (the replay job only), or fio:JOB,JOB... (only those
@@ -111,7 +152,12 @@ case $JOBS in fio:*) REPLAY_SYSTEMS= ;; esac
 # finish [WHY]: the disk's set-up undone, the guest's exit status
 finish() {
 	[ "$NVMF" = 1 ] && nvme disconnect -n $NQN >/dev/null
-	[ "$DELAY" -gt 0 ] && [ "$NVMF" != 1 ] && dmsetup remove slow
+	if [ "$DELAY" -gt 0 ] && [ "$NVMF" != 1 ]; then
+		case $DELAY_DEV in
+		dm-delay) dmsetup remove slow ;;
+		nullblk) echo 0 >$NULLB/power && rmdir $NULLB ;;
+		esac
+	fi
 	echo "=== done${1:+, $1} ($(up) s)"
 	exit $FAIL
 }
@@ -177,7 +223,7 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	# (PTI), which costs a TCG guest its software TLB each time
 	echo "cpu_model=\"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)\"" \
 		"meltdown=\"$(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null)\""
-	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY nvmf_tcp=$NVMF"
+	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY delay_dev=$([ "$DELAY" -gt 0 ] && echo $DELAY_DEV || echo none) nvmf_tcp=$NVMF"
 	echo "disk_write_cache=\"$(cat $(sysblk $D)/queue/write_cache 2>/dev/null)\""
 	# what one I/O may carry for the kernel to issue it whole
 	echo "disk_max_sectors_kb=$(cat $(sysblk $D)/queue/max_sectors_kb 2>/dev/null)" \
@@ -603,10 +649,13 @@ counters() {
 }
 
 # diskstats: the block layer's counters of the disk under the caches (and
-# of the NVMe disk under it when that is a dm-delay or NVMe/TCP device),
+# of the NVMe disk under it when that is a dm-delay or NVMe/TCP device, not
+# a null_blk one),
 # one line per device: its name, then /sys/block/DEV/stat as it is
 diskstats() {
-	for _d in $D $NVME; do
+	_under=$NVME # not under a null_blk disk
+	[ "$DELAY" -gt 0 ] && [ $DELAY_DEV = nullblk ] && _under=
+	for _d in $D $_under; do
 		_s=$(sysblk $_d)
 		echo "$(basename "$(readlink -f $_s)") $(cat $_s/stat)"
 		[ $_d = $NVME ] && break
@@ -617,9 +666,16 @@ diskstats() {
 # line (ticks of user nice system idle iowait irq softirq steal ...), then
 # for a ublk server (PID set) its process ("proc UTIME STIME", dead
 # threads included) and each live thread ("thread NAME UTIME STIME": the
-# queue threads, write-back, io_uring workers), in clock ticks
+# queue threads, write-back, io_uring workers), in clock ticks; and
+# dm-delay's polling thread when there is one ("kthread NAME UTIME STIME")
 cpu_snap() {
 	head -n 1 /proc/stat
+	if [ "$DELAY" -gt 0 ] && [ $DELAY_DEV = dm-delay ]; then
+		for _p in /proc/[0-9]*; do
+			read -r _c <$_p/comm 2>/dev/null || continue
+			case $_c in dm-delay-flush*) echo "kthread $_c $(stat_ticks $_p/stat)" ;; esac
+		done
+	fi
 	[ -n "${PID:-}" ] && [ -d /proc/$PID ] || return 0
 	echo "proc $(stat_ticks /proc/$PID/stat)"
 	for _t in /proc/$PID/task/*; do
