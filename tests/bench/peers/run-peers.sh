@@ -69,7 +69,8 @@
 #   --no-plots  no gnuplot PNGs (the smoke run never plots)
 #   --no-core   do not run pmcache-bench core on the host (the smoke run never does)
 # Env: PMC_BENCH_RUNTIME seconds per timed job of a full run (default 20);
-# PMC_BENCH_PMEM_MIB the NVDIMMs' size (default 512).
+# PMC_BENCH_PMEM_MIB the NVDIMMs' size (default 512); PMC_VM_MEM_MIB the
+# guest's RAM (default 2048, 6144 with --delay-dev nullblk).
 # Exit: 0 when the guest ran every job and the report has the table and all
 # headline ratios; 77 when qemu is missing; 1 otherwise.
 set -euo pipefail
@@ -191,7 +192,7 @@ export PMC_VM_NVME_MIB=3072
 export PMC_VM_NVME_WRITTEN=1
 # the null_blk disk keeps what is written to it in the guest's RAM: up to
 # the 3 GiB of the disk beside the 2 GiB the guest has otherwise
-[ "$DELAY" -gt 0 ] && [ $DELAYDEV = nullblk ] && export PMC_VM_MEM_MIB=6144
+[ "$DELAY" -gt 0 ] && [ $DELAYDEV = nullblk ] && export PMC_VM_MEM_MIB=${PMC_VM_MEM_MIB:-6144}
 t0=$(date +%s)
 DESC=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)
 rc=0
