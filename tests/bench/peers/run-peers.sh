@@ -77,7 +77,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../../.." && pwd)
 BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0 NVMF=0 JOBS=all SETS= PERF=0 RCMIB=
-DELAYDEV=dm-delay
+DELAYDEV=dm-delay DELAYDEV_SET=0
 ALL=pmcache,ublkceiling,ublkloop,dmwritecache,bcache,rawnvme SYSTEMS=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -93,7 +93,7 @@ while [ $# -gt 0 ]; do
 		esac
 		shift ;;
 	--delay-dev)
-		DELAYDEV=${2:-}
+		DELAYDEV=${2:-} DELAYDEV_SET=1
 		case $DELAYDEV in dm-delay | nullblk) ;; *)
 			echo "run-peers: --delay-dev dm-delay or nullblk, not '$DELAYDEV'" >&2
 			exit 1 ;;
@@ -149,6 +149,10 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+if [ "$DELAYDEV_SET" = 1 ] && [ "$DELAY" = 0 ]; then
+	echo "run-peers: --delay-dev $DELAYDEV needs --disk-delay-ms N (N > 0): without a delay the disk is the NVMe disk" >&2
+	exit 1
+fi
 BUILD=$(cd "$BUILD" && pwd)
 case ${PMC_BENCH_RUNTIME:-20} in '' | *[!0-9]* | 0)
 	echo "run-peers: PMC_BENCH_RUNTIME must be a whole number of seconds, not '$PMC_BENCH_RUNTIME'" >&2
