@@ -8,7 +8,8 @@
 # in turn round by round), then report.py prints the tables, the ratios and
 # the goals of the hit-path issue. See tests/bench/BENCHMARKS.md.
 #
-# usage: run-peers.sh [-B BUILD] [-o OUT] [--quick|--smoke] [--disk-delay-ms N [--delay-dev DEV]]
+# usage: run-peers.sh [-B BUILD] [-o OUT] [--quick|--smoke]
+#                     [--disk-delay-ms N [--delay-dev DEV [--delay-qd N]]]
 #                     [--systems LIST] [--nvmf-tcp] [--replay-only] [--jobs LIST]
 #                     [--pmcache-set KEY=VALUE,...] [--perf] [--replay-cache-mib N]
 #                     [--no-plots] [--no-core]
@@ -38,6 +39,11 @@
 #               each request completed N ms after it came by a timer (the
 #               guest then has 6 GiB of RAM to hold its data). See
 #               tests/bench/BENCHMARKS.md, "Early morning of 2026-12-07"
+#   --delay-qd N
+#               with --delay-dev nullblk: at most N requests in flight per
+#               hardware queue of the slow disk (two queues; default 1024,
+#               as the NVMe disk takes; 8: an array that serves 16 I/Os at
+#               once); -qdN appended to OUT
 #   --nvmf-tcp  the backing disk is an NVMe/TCP namespace: the guest's nvmet
 #               exports the NVMe disk on its loopback, pmcache names it by
 #               subsystem NQN in its config, and rawnvme is the raw
@@ -77,7 +83,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../../.." && pwd)
 BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0 NVMF=0 JOBS=all SETS= PERF=0 RCMIB=
-DELAYDEV=dm-delay DELAYDEV_SET=0
+DELAYDEV=dm-delay DELAYDEV_SET=0 DELAYQD=
 ALL=pmcache,ublkceiling,ublkloop,dmwritecache,bcache,rawnvme SYSTEMS=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -98,6 +104,17 @@ while [ $# -gt 0 ]; do
 			echo "run-peers: --delay-dev dm-delay or nullblk, not '$DELAYDEV'" >&2
 			exit 1 ;;
 		esac
+		shift ;;
+	--delay-qd)
+		DELAYQD=${2:-}
+		case $DELAYQD in '' | *[!0-9]* | 0*)
+			echo "run-peers: --delay-qd needs a whole number of requests, not '$DELAYQD'" >&2
+			exit 1 ;;
+		esac
+		[ "$DELAYQD" -le 1024 ] || {
+			echo "run-peers: --delay-qd $DELAYQD: null_blk takes at most 1024 per queue" >&2
+			exit 1
+		}
 		shift ;;
 	--systems)
 		SYSTEMS=${2:-}
@@ -153,6 +170,10 @@ if [ "$DELAYDEV_SET" = 1 ] && [ "$DELAY" = 0 ]; then
 	echo "run-peers: --delay-dev $DELAYDEV needs --disk-delay-ms N (N > 0): without a delay the disk is the NVMe disk" >&2
 	exit 1
 fi
+if [ -n "$DELAYQD" ] && { [ "$DELAY" = 0 ] || [ $DELAYDEV != nullblk ]; }; then
+	echo "run-peers: --delay-qd needs --disk-delay-ms N and --delay-dev nullblk" >&2
+	exit 1
+fi
 BUILD=$(cd "$BUILD" && pwd)
 case ${PMC_BENCH_RUNTIME:-20} in '' | *[!0-9]* | 0)
 	echo "run-peers: PMC_BENCH_RUNTIME must be a whole number of seconds, not '$PMC_BENCH_RUNTIME'" >&2
@@ -161,6 +182,7 @@ esac
 RUN=$MODE
 [ "$DELAY" -gt 0 ] && RUN=$MODE-delay$DELAY
 [ "$DELAY" -gt 0 ] && [ $DELAYDEV = nullblk ] && RUN=$RUN-nullblk
+[ -n "$DELAYQD" ] && RUN=$RUN-qd$DELAYQD
 [ "$NVMF" = 1 ] && RUN=$RUN-nvmf
 [ $JOBS = replay ] && RUN=$RUN-replay
 ONLY= # --jobs: the fio jobs asked for
@@ -216,7 +238,7 @@ LOADPID=$!
 trap 'kill $LOADPID 2>/dev/null || true; rm -rf "$RUNNER"' EXIT
 bash "$RUNNER/run-guest.sh" -i "$IMAGE" -w "$WORK" -n bench -f -t 5400 \
 	"${BINS[@]}" -- sh t-bench.sh "$MODE" "$DELAY" "${PMC_BENCH_RUNTIME:-20}" \
-	"${SYSTEMS:-$ALL}" "$NVMF" "$JOBS" "$SETS" "$PERF" "$RCMIB" "$DELAYDEV" || rc=$?
+	"${SYSTEMS:-$ALL}" "$NVMF" "$JOBS" "$SETS" "$PERF" "$RCMIB" "$DELAYDEV" "${DELAYQD:-1024}" || rc=$?
 kill $LOADPID 2>/dev/null || true
 [ $rc = 77 ] && exit 77
 rm -rf "$OUT"

@@ -47,8 +47,10 @@
 PATH=/host/bin:$PATH
 MODE=${1:-full}
 DELAY=${2:-0}
-# DELAY_DEV: what adds DELAY_MS to every disk I/O (above)
+# DELAY_DEV: what adds DELAY_MS to every disk I/O (above); DELAY_QD: the
+# null_blk disk's requests in flight per hardware queue (one per vCPU)
 DELAY_DEV=${10:-dm-delay}
+DELAY_QD=${11:-1024}
 OUT=/host/out/bench
 SOCK=/tmp/pmcached.sock
 # quick: half-size regions and a trace of 20000 requests over 400 MiB
@@ -93,8 +95,9 @@ NULLB=/sys/kernel/config/nullb/slow
 # slow_nullblk: D becomes a null_blk device as large as the NVMe disk, its
 # data in the guest's RAM (allocated as written), every request completed
 # DELAY ms after it came by a timer: no thread, no polling; write-through
-# (flushes complete at once). Up to 1024 requests in flight per queue, and
-# requests as large as the NVMe disk takes. The kernel names the disk after
+# (flushes complete at once). Up to DELAY_QD requests in flight per queue
+# (1024 by default: as many as the NVMe disk takes; fewer model an array's
+# bounded parallelism), and requests as large as the NVMe disk takes. The kernel names the disk after
 # the configfs directory (6.12: /dev/slow), older ones nullbINDEX.
 slow_nullblk() {
 	[ -d /sys/module/null_blk ] || insmod /lib/modules/null_blk.ko nr_devices=0 || return 1
@@ -104,7 +107,7 @@ slow_nullblk() {
 		echo "$(blockdev --getss $NVME)" >$NULLB/blocksize &&
 		echo 1 >$NULLB/memory_backed && echo 2 >$NULLB/irqmode &&
 		echo $((DELAY * 1000000)) >$NULLB/completion_nsec &&
-		echo 1024 >$NULLB/hw_queue_depth &&
+		echo $DELAY_QD >$NULLB/hw_queue_depth &&
 		echo $(($(cat $(sysblk $NVME)/queue/max_sectors_kb) * 2)) >$NULLB/max_sectors &&
 		echo 1 >$NULLB/power || return 1
 	for _i in $(seq 1 50); do
@@ -125,7 +128,8 @@ if [ "$DELAY" -gt 0 ]; then
 		dmsetup table slow ;;
 	nullblk)
 		slow_nullblk || { bad "null_blk of $DELAY ms as the disk"; exit 1; }
-		echo "disk: $D, null_blk, $DELAY ms per request, $(cat $NULLB/size) MiB" ;;
+		echo "disk: $D, null_blk, $DELAY ms per request, $(cat $NULLB/size) MiB," \
+			"$(cat $NULLB/hw_queue_depth) requests per queue" ;;
 	*) bad "t-bench: delay device dm-delay or nullblk, not $DELAY_DEV"; exit 2 ;;
 	esac
 fi
@@ -223,7 +227,7 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	# (PTI), which costs a TCG guest its software TLB each time
 	echo "cpu_model=\"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)\"" \
 		"meltdown=\"$(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null)\""
-	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY delay_dev=$([ "$DELAY" -gt 0 ] && echo $DELAY_DEV || echo none) nvmf_tcp=$NVMF"
+	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY delay_dev=$([ "$DELAY" -gt 0 ] && echo $DELAY_DEV || echo none)$([ "$DELAY" -gt 0 ] && [ $DELAY_DEV = nullblk ] && echo " delay_qd=$DELAY_QD") nvmf_tcp=$NVMF"
 	echo "disk_write_cache=\"$(cat $(sysblk $D)/queue/write_cache 2>/dev/null)\""
 	# what one I/O may carry for the kernel to issue it whole
 	echo "disk_max_sectors_kb=$(cat $(sysblk $D)/queue/max_sectors_kb 2>/dev/null)" \
