@@ -17,11 +17,12 @@
 # The guest runs COMMAND with sh in /host (the share) after /init loaded
 # the modules; guest/*.sh are copied into the share, so COMMAND is
 # usually "sh t-name.sh args". The machine: TCG (KVM when /dev/kvm works,
-# probed once per image and remembered), 2 vCPUs, 2 GiB RAM (PMC_VM_MEM_MIB), two NVDIMMs
-# backed by shared files (nvdimm0: the devdax namespace for pmcache,
-# nvdimm1: a pmem block device for the peers), two NVMe disks with fixed
-# serials and distinct sizes (the guest must select them by serial), the
-# share over virtio-9p, and isa-debug-exit for the exit code.
+# probed once per image and remembered), 2 vCPUs, 2 GiB RAM
+# (PMC_VM_MEM_MIB), two NVDIMMs backed by shared files (nvdimm0: the
+# devdax namespace for pmcache, nvdimm1: a pmem block device for the
+# peers), two NVMe disks with fixed serials and distinct sizes (the guest
+# must select them by serial), the share over virtio-9p, and
+# isa-debug-exit for the exit code.
 # WORK/share/vm.env tells the guest the serials and sizes.
 #
 # Exit: the guest's exit code; for a requested power cut 0 when qemu was

@@ -83,7 +83,7 @@ set -euo pipefail
 SRC=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$SRC/../../.." && pwd)
 BUILD=$TOP/build/bench OUT= MODE=full PLOTS=1 CORE=1 DELAY=0 NVMF=0 JOBS=all SETS= PERF=0 RCMIB=
-DELAYDEV=dm-delay DELAYDEV_SET=0 DELAYQD=
+DELAYDEV= DELAYQD=
 ALL=pmcache,ublkceiling,ublkloop,dmwritecache,bcache,rawnvme SYSTEMS=
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -99,7 +99,7 @@ while [ $# -gt 0 ]; do
 		esac
 		shift ;;
 	--delay-dev)
-		DELAYDEV=${2:-} DELAYDEV_SET=1
+		DELAYDEV=${2:-}
 		case $DELAYDEV in dm-delay | nullblk) ;; *)
 			echo "run-peers: --delay-dev dm-delay or nullblk, not '$DELAYDEV'" >&2
 			exit 1 ;;
@@ -166,14 +166,18 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-if [ "$DELAYDEV_SET" = 1 ] && [ "$DELAY" = 0 ]; then
+if [ -n "$DELAYDEV" ] && [ "$DELAY" = 0 ]; then
 	echo "run-peers: --delay-dev $DELAYDEV needs --disk-delay-ms N (N > 0): without a delay the disk is the NVMe disk" >&2
 	exit 1
 fi
-if [ -n "$DELAYQD" ] && { [ "$DELAY" = 0 ] || [ $DELAYDEV != nullblk ]; }; then
+if [ -n "$DELAYQD" ] && [ "${DELAYDEV:-dm-delay}" != nullblk ]; then
 	echo "run-peers: --delay-qd needs --disk-delay-ms N and --delay-dev nullblk" >&2
 	exit 1
 fi
+DELAYDEV=${DELAYDEV:-dm-delay}
+# the null_blk disk (--delay-dev nullblk): 1, else 0
+NULLBLK=0
+[ "$DELAY" -gt 0 ] && [ $DELAYDEV = nullblk ] && NULLBLK=1
 BUILD=$(cd "$BUILD" && pwd)
 case ${PMC_BENCH_RUNTIME:-20} in '' | *[!0-9]* | 0)
 	echo "run-peers: PMC_BENCH_RUNTIME must be a whole number of seconds, not '$PMC_BENCH_RUNTIME'" >&2
@@ -181,7 +185,7 @@ case ${PMC_BENCH_RUNTIME:-20} in '' | *[!0-9]* | 0)
 esac
 RUN=$MODE
 [ "$DELAY" -gt 0 ] && RUN=$MODE-delay$DELAY
-[ "$DELAY" -gt 0 ] && [ $DELAYDEV = nullblk ] && RUN=$RUN-nullblk
+[ $NULLBLK = 1 ] && RUN=$RUN-nullblk
 [ -n "$DELAYQD" ] && RUN=$RUN-qd$DELAYQD
 [ "$NVMF" = 1 ] && RUN=$RUN-nvmf
 [ $JOBS = replay ] && RUN=$RUN-replay
@@ -218,7 +222,7 @@ export PMC_VM_NVME_MIB=3072
 export PMC_VM_NVME_WRITTEN=1
 # the null_blk disk keeps what is written to it in the guest's RAM: up to
 # the 3 GiB of the disk beside the 2 GiB the guest has otherwise
-[ "$DELAY" -gt 0 ] && [ $DELAYDEV = nullblk ] && export PMC_VM_MEM_MIB=${PMC_VM_MEM_MIB:-6144}
+[ $NULLBLK = 1 ] && export PMC_VM_MEM_MIB=${PMC_VM_MEM_MIB:-6144}
 t0=$(date +%s)
 DESC=$(git -C "$TOP" describe --always --dirty 2>/dev/null || echo unknown)
 rc=0

@@ -48,9 +48,12 @@ PATH=/host/bin:$PATH
 MODE=${1:-full}
 DELAY=${2:-0}
 # DELAY_DEV: what adds DELAY_MS to every disk I/O (above); DELAY_QD: the
-# null_blk disk's requests in flight per hardware queue (one per vCPU)
+# null_blk disk's requests in flight per hardware queue (one per vCPU).
+# SLOW: the delay device in use, or none
 DELAY_DEV=${10:-dm-delay}
 DELAY_QD=${11:-1024}
+SLOW=none
+[ "$DELAY" -gt 0 ] && SLOW=$DELAY_DEV
 OUT=/host/out/bench
 SOCK=/tmp/pmcached.sock
 # quick: half-size regions and a trace of 20000 requests over 400 MiB
@@ -97,8 +100,9 @@ NULLB=/sys/kernel/config/nullb/slow
 # DELAY ms after it came by a timer: no thread, no polling; write-through
 # (flushes complete at once). Up to DELAY_QD requests in flight per queue
 # (1024 by default: as many as the NVMe disk takes; fewer model an array's
-# bounded parallelism), and requests as large as the NVMe disk takes. The kernel names the disk after
-# the configfs directory (6.12: /dev/slow), older ones nullbINDEX.
+# bounded parallelism), and requests as large as the NVMe disk takes. The
+# kernel names the disk after the configfs directory (6.12: /dev/slow),
+# older ones nullbINDEX.
 slow_nullblk() {
 	[ -d /sys/module/null_blk ] || insmod /lib/modules/null_blk.ko nr_devices=0 || return 1
 	grep -q ' /sys/kernel/config ' /proc/mounts || mount -t configfs none /sys/kernel/config
@@ -111,28 +115,34 @@ slow_nullblk() {
 		echo $(($(cat $(sysblk $NVME)/queue/max_sectors_kb) * 2)) >$NULLB/max_sectors &&
 		echo 1 >$NULLB/power || return 1
 	for _i in $(seq 1 50); do
-		for D in /dev/slow /dev/nullb$(cat $NULLB/index); do
+		for D in /dev/$(basename $NULLB) /dev/nullb$(cat $NULLB/index); do
 			[ -b $D ] && return 0
 		done
 		sleep 0.1
 	done
 	return 1
 }
-if [ "$DELAY" -gt 0 ]; then
-	case $DELAY_DEV in
-	dm-delay)
-		dmsetup create --noudevsync slow --table "0 $(blockdev --getsz $NVME) delay $NVME 0 $DELAY" ||
-			{ bad "dm-delay over $NVME"; exit 1; }
-		dmsetup mknodes slow
-		D=/dev/mapper/slow
-		dmsetup table slow ;;
-	nullblk)
-		slow_nullblk || { bad "null_blk of $DELAY ms as the disk"; exit 1; }
-		echo "disk: $D, null_blk, $DELAY ms per request, $(cat $NULLB/size) MiB," \
-			"$(cat $NULLB/hw_queue_depth) requests per queue" ;;
-	*) bad "t-bench: delay device dm-delay or nullblk, not $DELAY_DEV"; exit 2 ;;
-	esac
-fi
+# DMDELAY_THREAD: /proc/PID of dm-delay's polling thread (cpu_snap), found
+# once: the device keeps it for its life
+DMDELAY_THREAD=
+case $SLOW in
+none) ;;
+dm-delay)
+	dmsetup create --noudevsync slow --table "0 $(blockdev --getsz $NVME) delay $NVME 0 $DELAY" ||
+		{ bad "dm-delay over $NVME"; exit 1; }
+	dmsetup mknodes slow
+	D=/dev/mapper/slow
+	dmsetup table slow
+	for _p in /proc/[0-9]*; do
+		read -r _c <$_p/comm 2>/dev/null || continue
+		case $_c in dm-delay-flush*) DMDELAY_THREAD=$_p ;; esac
+	done ;;
+nullblk)
+	slow_nullblk || { bad "null_blk of $DELAY ms as the disk"; exit 1; }
+	echo "disk: $D, null_blk, $DELAY ms per request, $(cat $NULLB/size) MiB," \
+		"$(cat $NULLB/hw_queue_depth) requests per queue" ;;
+*) bad "t-bench: delay device dm-delay or nullblk, not $DELAY_DEV"; exit 2 ;;
+esac
 NVMF=${5:-0}
 # JOBS: all, replay (the replay job only), or fio:JOB,JOB... (only those
 # timed fio jobs, "flush" for the write-back test; the warm-up always; no
@@ -156,8 +166,8 @@ case $JOBS in fio:*) REPLAY_SYSTEMS= ;; esac
 # finish [WHY]: the disk's set-up undone, the guest's exit status
 finish() {
 	[ "$NVMF" = 1 ] && nvme disconnect -n $NQN >/dev/null
-	if [ "$DELAY" -gt 0 ] && [ "$NVMF" != 1 ]; then
-		case $DELAY_DEV in
+	if [ "$NVMF" != 1 ]; then
+		case $SLOW in
 		dm-delay) dmsetup remove slow ;;
 		nullblk) echo 0 >$NULLB/power && rmdir $NULLB ;;
 		esac
@@ -227,7 +237,7 @@ PMEM=/dev/$(basename "$(ls -d /sys/bus/nd/devices/pfn*/block/pmem* 2>/dev/null |
 	# (PTI), which costs a TCG guest its software TLB each time
 	echo "cpu_model=\"$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)\"" \
 		"meltdown=\"$(cat /sys/devices/system/cpu/vulnerabilities/meltdown 2>/dev/null)\""
-	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY delay_dev=$([ "$DELAY" -gt 0 ] && echo $DELAY_DEV || echo none)$([ "$DELAY" -gt 0 ] && [ $DELAY_DEV = nullblk ] && echo " delay_qd=$DELAY_QD") nvmf_tcp=$NVMF"
+	echo "nvme=$NVME bytes=$(blockdev --getsize64 $NVME) disk=$D disk_delay_ms=$DELAY delay_dev=$SLOW$([ $SLOW = nullblk ] && echo " delay_qd=$DELAY_QD") nvmf_tcp=$NVMF"
 	echo "disk_write_cache=\"$(cat $(sysblk $D)/queue/write_cache 2>/dev/null)\""
 	# what one I/O may carry for the kernel to issue it whole
 	echo "disk_max_sectors_kb=$(cat $(sysblk $D)/queue/max_sectors_kb 2>/dev/null)" \
@@ -658,7 +668,7 @@ counters() {
 # one line per device: its name, then /sys/block/DEV/stat as it is
 diskstats() {
 	_under=$NVME # not under a null_blk disk
-	[ "$DELAY" -gt 0 ] && [ $DELAY_DEV = nullblk ] && _under=
+	[ $SLOW = nullblk ] && _under=
 	for _d in $D $_under; do
 		_s=$(sysblk $_d)
 		echo "$(basename "$(readlink -f $_s)") $(cat $_s/stat)"
@@ -674,12 +684,8 @@ diskstats() {
 # dm-delay's polling thread when there is one ("kthread NAME UTIME STIME")
 cpu_snap() {
 	head -n 1 /proc/stat
-	if [ "$DELAY" -gt 0 ] && [ $DELAY_DEV = dm-delay ]; then
-		for _p in /proc/[0-9]*; do
-			read -r _c <$_p/comm 2>/dev/null || continue
-			case $_c in dm-delay-flush*) echo "kthread $_c $(stat_ticks $_p/stat)" ;; esac
-		done
-	fi
+	[ -n "$DMDELAY_THREAD" ] &&
+		echo "kthread $(cat $DMDELAY_THREAD/comm) $(stat_ticks $DMDELAY_THREAD/stat)"
 	[ -n "${PID:-}" ] && [ -d /proc/$PID ] || return 0
 	echo "proc $(stat_ticks /proc/$PID/stat)"
 	for _t in /proc/$PID/task/*; do
