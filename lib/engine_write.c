@@ -321,28 +321,34 @@ struct pub_part {
 static void publish_deferred_batch(struct pmc_queue *q)
 {
 	struct pmc_engine *e = q->e;
-	uint32_t vol = q->pub->req->vol, n = 0, m = 0, nparts = 0;
+	uint32_t vol = q->pub->req->vol, n = 0, m = 0, nparts = 0, taken = 0;
 	uint64_t lba[PMC_BATCH_MAX], blk[PMC_BATCH_MAX];
 	struct pub_part part[PMC_BATCH_MAX];
 	int res[PMC_BATCH_MAX], rc = 0;
 
-	for (struct pmc_req_ctx *x = q->pub; x && x->req->vol == vol && n < PMC_BATCH_MAX;
+	/* taken counts the blocks of every part, published or failed: each
+	 * part has at least one, so part[] cannot overflow, and a part cut
+	 * short ends the batch (the results below stop at it) */
+	for (struct pmc_req_ctx *x = q->pub; x && x->req->vol == vol && taken < PMC_BATCH_MAX;
 	     x = x->pub_next) {
 		struct pub_part *p = &part[nparts++];
 		uint32_t k = x->pub_hi - x->pub_lo;
 
-		if (k > PMC_BATCH_MAX - n)
-			k = PMC_BATCH_MAX - n;
+		if (k > PMC_BATCH_MAX - taken)
+			k = PMC_BATCH_MAX - taken;
+		taken += k;
 		p->x = x;
 		p->lo = x->pub_lo;
 		p->hi = x->pub_lo + k;
 		p->err = copy_blocks(x, p->lo, k);
-		if (p->err)
-			continue;
-		for (uint32_t j = p->lo; j < p->hi; j++, n++) {
-			lba[n] = x->lba + j;
-			blk[n] = x->blk[j];
+		if (!p->err) {
+			for (uint32_t j = p->lo; j < p->hi; j++, n++) {
+				lba[n] = x->lba + j;
+				blk[n] = x->blk[j];
+			}
 		}
+		if (p->hi < x->pub_hi)
+			break;
 	}
 	if (n)
 		rc = pmc_cache_publish_n(e->c, vol, lba, blk, n, PMC_BLK_DIRTY, NULL, res);

@@ -29,10 +29,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache_internal.h" /* PMC_BATCH_MAX */
 #include "etest.h"
 #include "t.h"
 
-#define VOL_BLOCKS 256u
+#define VOL_BLOCKS 1024u
 #define N 16u
 
 static struct et g_t;
@@ -69,22 +70,30 @@ static void req_cb(struct pmc_req *req, int res)
 	r->res = res;
 }
 
+/* r: a request of n blocks at lba with its data in file fd at offset foff */
+static void uprep(struct et_req *r, enum pmc_req_op op, uint64_t lba, uint32_t n, int fd,
+		  uint64_t foff)
+{
+	memset(r, 0, sizeof(*r));
+	r->req.op = op;
+	r->req.vol = g_v.vol;
+	r->req.off = lba * BS;
+	r->req.len = (uint64_t)n * BS;
+	r->req.flags = PMC_REQ_UCOPY;
+	r->req.ucopy_fd = fd;
+	r->req.ucopy_off = foff;
+	r->req.cb = req_cb;
+	r->req.priv = r;
+}
+
 /* one request with its data at file offset foff */
 static int uio(enum pmc_req_op op, uint64_t lba, uint32_t n, uint64_t foff)
 {
-	struct et_req r = {0};
+	struct et_req r;
 	struct pmc_err err = {0};
 	int rc;
 
-	r.req.op = op;
-	r.req.vol = g_v.vol;
-	r.req.off = lba * BS;
-	r.req.len = (uint64_t)n * BS;
-	r.req.flags = PMC_REQ_UCOPY;
-	r.req.ucopy_fd = g_fd;
-	r.req.ucopy_off = foff;
-	r.req.cb = req_cb;
-	r.req.priv = &r;
+	uprep(&r, op, lba, n, g_fd, foff);
 	rc = pmc_queue_submit(g_q, &r.req, &err);
 	if (rc)
 		T_FAIL("submit: %d (%s)", rc, err.msg);
@@ -101,17 +110,8 @@ static void uio_together(enum pmc_req_op op, uint64_t lba, uint32_t n, uint32_t 
 	struct pmc_err err = {0};
 
 	T_TRUE(k <= 8);
-	memset(r, 0, sizeof(r));
 	for (uint32_t j = 0; j < k; j++) {
-		r[j].req.op = op;
-		r[j].req.vol = g_v.vol;
-		r[j].req.off = (lba + (uint64_t)j * n) * BS;
-		r[j].req.len = (uint64_t)n * BS;
-		r[j].req.flags = PMC_REQ_UCOPY;
-		r[j].req.ucopy_fd = g_fd;
-		r[j].req.ucopy_off = foff + (uint64_t)j * n * BS;
-		r[j].req.cb = req_cb;
-		r[j].req.priv = &r[j];
+		uprep(&r[j], op, lba + (uint64_t)j * n, n, g_fd, foff + (uint64_t)j * n * BS);
 		if (pmc_queue_submit(g_q, &r[j].req, &err))
 			T_FAIL("submit %u: %s", j, err.msg);
 	}
@@ -197,6 +197,66 @@ static void expect_unpinned(const char *what, uint64_t lba, uint32_t n)
 		pmc_cache_unpin(g_t.c, blk);
 	}
 	printf("ok: %s\n", what);
+}
+
+/*
+ * The writes of one loop iteration are published in batches of at most
+ * PMC_BATCH_MAX blocks, and a write whose copy from its file fails is
+ * one of the batch's parts too. Three writes in one iteration, of 200,
+ * 100 and 30 blocks, the second one's file gone (EBADF): the batch ends
+ * with the second one's first 56 blocks, and the third is published
+ * once, in the next batch, and reads back as written (a failed part that
+ * did not count let the first batch take the third write as well, and
+ * the next publish it again: its blocks freed under their live index
+ * entries). Then more failing one-block writes in one iteration than a
+ * batch has parts: every one fails, none is published, nothing
+ * overflows (part[] was sized for the blocks that were copied).
+ */
+static void publish_batches(void)
+{
+	static const uint64_t lba[3] = {256, 512, 640};
+	static const uint32_t n[3] = {200, 100, 30};
+	const int fd[3] = {g_fd, -1, g_fd};
+	struct pmc_queue *q = g_q;
+	struct pmc_err err = {0};
+	struct et_req r[3], *many;
+	enum { MANY = PMC_BATCH_MAX + 44 };
+
+	put(48 << 20, lba[0], n[0], 15);
+	put(52 << 20, lba[2], n[2], 15);
+	for (int j = 0; j < 3; j++) {
+		uprep(&r[j], PMC_REQ_WRITE, lba[j], n[j], fd[j], j ? 52 << 20 : 48 << 20);
+		if (pmc_queue_submit(q, &r[j].req, &err))
+			T_FAIL("submit %d: %s", j, err.msg);
+	}
+	for (int j = 0; j < 3; j++)
+		et_wait(g_t.e, q, q, &r[j].done, 10000, "writes of one iteration");
+	T_EQ(r[0].res, 0);
+	T_EQ(r[1].res, -EBADF);
+	T_EQ(r[2].res, 0);
+	expect_cache("first write of a batch with a failed copy", lba[0], n[0], 15);
+	expect_cache("write after a failed copy cut short by the batch", lba[2], n[2], 15);
+	expect_cache("failed write leaves nothing", lba[1], n[1], 0);
+	et_check_cache(&g_t);
+
+	many = calloc(MANY, sizeof(*many));
+	T_TRUE(many != NULL);
+	q = et_queue(g_t.e, MANY);
+	for (int j = 0; j < MANY; j++) {
+		uprep(&many[j], PMC_REQ_WRITE, 700 + (uint64_t)j, 1, -1, 0);
+		if (pmc_queue_submit(q, &many[j].req, &err))
+			T_FAIL("submit %d: %s", j, err.msg);
+	}
+	for (int j = 0; j < MANY; j++) {
+		et_wait(g_t.e, q, q, &many[j].done, 10000, "failing writes of one iteration");
+		T_EQ(many[j].res, -EBADF);
+	}
+	pmc_queue_destroy(q);
+	free(many);
+	/* in two reads: one request carries at most 1 MiB */
+	expect_cache("more failed copies than a batch has parts", 700, MANY / 2, 0);
+	expect_cache("... the rest of them", 700 + MANY / 2, MANY - MANY / 2, 0);
+	et_check_cache(&g_t);
 }
 
 int main(void)
@@ -332,6 +392,8 @@ int main(void)
 	et_attach(&g_t, &g_v, &vc, NULL, NULL);
 	g_q = et_queue(g_t.e, 4);
 	expect_cache("a write is in pmem when it is acknowledged", 6 * N, N, 11);
+
+	publish_batches();
 
 	pmc_queue_destroy(g_q);
 	et_close(&g_t, 0);
