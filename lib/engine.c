@@ -180,6 +180,24 @@ void pmc_engine_set_state(struct pmc_engine *e, struct pmc_state *st)
 	e->state = st;
 }
 
+/*
+ * v's disk is about to be closed, with no I/O of it in flight: sync the
+ * plain writes not yet synced, so that a clean stop (or a detach) leaves
+ * none and the next attach may admit fills at once; 0 or -errno
+ */
+static int sync_plain(struct pmc_evol *v, struct pmc_disk *disk, const char *when)
+{
+	int rc = 0;
+
+	if (atomic_load(&v->wr_synced) < atomic_load(&v->wr_done) &&
+	    atomic_load(&v->wr_done) > WR_GEN_FRESH)
+		rc = pmc_disk_sync(disk);
+	if (rc)
+		pmc_log(LOG_ERR, "volume %s: disk %s: sync at %s failed: %s", v->name, disk->path,
+			when, strerror(-rc));
+	return rc;
+}
+
 void pmc_engine_destroy(struct pmc_engine *e)
 {
 	if (!e)
@@ -188,18 +206,7 @@ void pmc_engine_destroy(struct pmc_engine *e)
 	pmc_eng_state_mark_clean(e);
 	for (uint32_t i = 0; i < e->nvols; i++)
 		if (e->vols[i].disk) {
-			struct pmc_evol *v = &e->vols[i];
-
-			/* plain writes not yet synced: a clean stop leaves none,
-			 * so the next attach may admit fills at once */
-			int rc = 0;
-
-			if (atomic_load(&v->wr_synced) < atomic_load(&v->wr_done) &&
-			    atomic_load(&v->wr_done) > WR_GEN_FRESH)
-				rc = pmc_disk_sync(v->disk);
-			if (rc)
-				pmc_log(LOG_ERR, "volume %s: disk %s: sync at shutdown failed: %s",
-					v->name, v->disk->path, strerror(-rc));
+			sync_plain(&e->vols[i], e->vols[i].disk, "shutdown");
 			pmc_disk_close(e->vols[i].disk);
 			if (e->c)
 				pmc_cache_volume_put(e->c, i);
@@ -462,6 +469,9 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	 * process may have left acknowledged plain writes in the disk's
 	 * volatile cache: then no fill either until a sync (ORDERING.md) */
 	atomic_store(&v->wr_synced, 0);
+	if (v->detach_unsynced)
+		clean_stop = 0; /* its last detach could not sync */
+	v->detach_unsynced = 0;
 	atomic_store(&v->wr_done, WR_GEN_FRESH + !clean_stop);
 	atomic_store(&v->plain_flying, 0);
 	apply_conf(v, vc);
@@ -520,6 +530,9 @@ int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc
 
 	if (!v)
 		return pmc_err_set(err, ENOENT, "volume slot %u: not attached", vol);
+	/* write-back reads v->disk under wb_lock (and takes e->lock inside it):
+	 * once both are held, no write-back I/O of the volume can start */
+	pthread_mutex_lock(&e->wb_lock);
 	pthread_mutex_lock(&e->lock);
 	snprintf(name, sizeof(name), "%s", v->name);
 	if (remove && e->c) {
@@ -530,6 +543,7 @@ int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc
 		pmc_cache_volume_info(e->c, vol, &vi);
 		if (vi.nr_dirty) {
 			pthread_mutex_unlock(&e->lock);
+			pthread_mutex_unlock(&e->wb_lock);
 			return pmc_err_set(err, EBUSY,
 					   "volume %s: %" PRIu64 " dirty blocks not yet written back",
 					   name, vi.nr_dirty);
@@ -552,9 +566,30 @@ int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc
 		if (e->c)
 			pmc_cache_volume_get(e->c, vol);
 		pthread_mutex_unlock(&e->lock);
+		pthread_mutex_unlock(&e->wb_lock);
 		return rc;
 	}
 	pthread_mutex_unlock(&e->lock);
+	pmc_eng_wb_detach_locked(e, vol);
+	pthread_mutex_unlock(&e->wb_lock);
+	/* write-back I/O started before holds the disk (its writes, a round's
+	 * sync): the threads whose rings it is on complete it; a write that
+	 * fails now is not the volume's error, its blocks stay dirty */
+	for (unsigned waited_ms = 0; pmc_eng_wb_busy(e, vol); waited_ms++) {
+		if (waited_ms == 5000)
+			pmc_log(LOG_WARNING,
+				"volume %s: detach waits for %u write-back I/Os in flight on %s",
+				name, pmc_eng_wb_busy(e, vol), disk->path);
+		usleep(1000);
+	}
+	/* its plain writes: durable before the disk is let go, or the next
+	 * attach of the slot admits no fill until a sync */
+	rc = sync_plain(v, disk, "detach");
+	if (rc) {
+		pthread_mutex_lock(&e->lock);
+		v->detach_unsynced = 1;
+		pthread_mutex_unlock(&e->lock);
+	}
 	pmc_disk_close(disk);
 	return 0;
 }
@@ -674,6 +709,10 @@ int pmc_eng_volume_failed(struct pmc_engine *e, uint32_t vol, int res, const cha
 	struct pmc_evol *v = &e->vols[vol];
 	int zero = 0;
 
+	/* a write-back I/O of a volume being detached (pmc_engine_detach):
+	 * its blocks stay dirty in the pmem, the volume has no disk to fail */
+	if (!v->disk)
+		return 0;
 	if (epoch != atomic_load_explicit(&v->err_epoch, memory_order_acquire)) {
 		pmc_log_ratelimited(&v->rl, LOG_WARNING,
 				    "volume %s: disk %s: %s started before the volume's error was "

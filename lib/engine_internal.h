@@ -85,6 +85,10 @@ struct pmc_evol {
 	 * fail without growing the back-off */
 	uint32_t wb_fail_round;
 	struct wb_round *wb_open; /* write-back: the round taking writes (wb_lock) */
+	unsigned wb_busy;	  /* its write-back writes and syncs in flight (wb_lock) */
+	/* detached with plain writes whose sync failed: the next attach of
+	 * the slot admits no fill until a sync succeeds (e->lock) */
+	int detach_unsynced;
 	/* flush generations (ORDERING.md): plain disk writes and discards
 	 * completed, and the value of wr_done when the newest finished sync
 	 * was issued; wr_synced < wr_done: not known durable */
@@ -336,6 +340,8 @@ void pmc_eng_publish_deferred(struct pmc_queue *q);
 /* engine_wb.c */
 int pmc_eng_wb_claim(struct pmc_engine *e, struct wb_io *w);
 void pmc_eng_wb_drop_open(struct pmc_engine *e);
+void pmc_eng_wb_detach_locked(struct pmc_engine *e, uint32_t vol);
+unsigned pmc_eng_wb_busy(struct pmc_engine *e, uint32_t vol);
 void pmc_eng_wb_seal_asked(struct pmc_engine *e, struct pmc_queue *q);
 
 /* one context's bounce buffer: its slot of q->bounces */

@@ -200,6 +200,7 @@ static void round_synced(struct pmc_io *io, int res)
 		round_mark_clean(e, r);
 	}
 	pthread_mutex_lock(&e->wb_lock);
+	v->wb_busy--;
 	while (r->done) {
 		struct wb_io *w = r->done;
 
@@ -242,6 +243,7 @@ static struct wb_round *round_close(struct pmc_engine *e, struct wb_round *r)
 	io->op = PMC_IO_FSYNC;
 	io->disk = e->vols[r->vol].disk;
 	io->cb = round_synced;
+	e->vols[r->vol].wb_busy++; /* until round_synced */
 	/* covers every plain write of the volume completed by now (FLUSH) */
 	r->gen = atomic_load(&e->vols[r->vol].wr_done);
 	return r;
@@ -261,6 +263,7 @@ static void wb_done(struct pmc_io *io, int res)
 	/* any queue may run write-back: its state is under wb_lock */
 	pthread_mutex_lock(&e->wb_lock);
 	e->wb_inflight--;
+	e->vols[w->vol].wb_busy--;
 	r->writes--;
 	if (res == 0) {
 		/* in the disk's cache: clean once the round's sync succeeded */
@@ -600,6 +603,7 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_round
 	r->started++;
 	r->bytes += io->len;
 	e->wb_inflight++;
+	e->vols[w->vol].wb_busy++;
 	pmc_eng_submit(q, w->vol, io);
 }
 
@@ -855,6 +859,29 @@ void pmc_eng_wb_drop_open(struct pmc_engine *e)
 	pthread_mutex_unlock(&e->wb_lock);
 }
 
+/* vol is being detached (its disk already unset; wb_lock held): its open
+ * round takes no more writes and is synced by nobody (round_close frees
+ * it once its writes in flight completed; their blocks stay dirty) */
+void pmc_eng_wb_detach_locked(struct pmc_engine *e, uint32_t vol)
+{
+	struct wb_round *r = e->vols[vol].wb_open;
+
+	if (r)
+		round_seal(e, NULL, r);
+}
+
+/* the write-back writes and syncs of vol in flight (other threads' rings
+ * complete them) */
+unsigned pmc_eng_wb_busy(struct pmc_engine *e, uint32_t vol)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&e->wb_lock);
+	n = e->vols[vol].wb_busy;
+	pthread_mutex_unlock(&e->wb_lock);
+	return n;
+}
+
 int pmc_engine_wb_rebuilding(struct pmc_engine *e)
 {
 	/* max 0: reads whether the map is complete (taking the shortcut of a
@@ -894,7 +921,6 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 		}
 	pthread_mutex_unlock(&e->wb_lock);
 	for (;;) {
-		struct pmc_cache_info ci;
 		struct pmc_volume_info vi;
 		uint64_t left;
 		int failing = 0;
@@ -908,13 +934,15 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 			nanosleep(&ts, NULL);
 		}
 		pmc_queue_poll(q, 1, 10000000ull);
-		if (vol == UINT32_MAX) {
-			pmc_cache_get_info(e->c, &ci);
-			left = ci.nr_dirty;
-		} else {
-			pmc_cache_volume_info(e->c, vol, &vi);
-			left = vi.nr_dirty;
-		}
+		/* the attached volumes' dirty blocks: those of a volume that is
+		 * not (its disk missing, or detached with its dirty data kept)
+		 * stay until it is attached again, and must not make this wait
+		 * for ever */
+		left = 0;
+		for (uint32_t i = 0; i < e->nvols; i++)
+			if ((vol == UINT32_MAX || vol == i) && e->vols[i].disk &&
+			    pmc_cache_volume_info(e->c, i, &vi) == 0)
+				left += vi.nr_dirty;
 		if (left != last_left && progress)
 			progress(left, arg);
 		if (left == 0 && pmc_queue_busy(q) == 0)

@@ -14,6 +14,11 @@
  *                  concurrent flushes, a re-attached volume, a failed sync)
  *   fill_unsynced  a read miss does not cache data the disk has not made
  *                  durable (a write-around write not yet flushed)
+ *   detach_unsynced  ... nor after the volume was detached and attached
+ *                  again in the same process (the detach syncs; if that
+ *                  sync fails, no fill until the next one succeeds)
+ *   detach_inflight  a detach waits for the volume's write-back I/O in
+ *                  flight before it closes the disk
  *   around_clean   a write-around drops the CLEAN copy before its disk write,
  *                  and a read miss during it caches nothing
  *   through_order  overlapping write-through writes reach the disk in order
@@ -24,6 +29,8 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,6 +319,46 @@ static void sc_attach_unsynced(void)
 }
 
 /*
+ * A volume detached and attached again in the same process (the daemon's
+ * volume-remove and volume-add): the detach syncs the plain writes not yet
+ * synced, as a clean stop does, so the next attach may admit fills at
+ * once; when that sync fails, the next attach admits none until a sync
+ * succeeds. Either way no CLEAN copy may differ from what a power cut
+ * would leave.
+ */
+static void sc_detach_unsynced(void)
+{
+	struct pmc_err err = {0};
+	struct et_vdisk_stats s0, s1;
+
+	setup(PMC_MODE_WRITE_AROUND);
+	T_EQ(write_ver(5, 5, 0), 0); /* acknowledged, never flushed */
+	et_vdisk_get_stats(g_d, &s0);
+	T_OK(pmc_engine_detach(g_t.e, g_v.vol, 0, &err));
+	et_vdisk_get_stats(g_d, &s1);
+	T_EQ(s1.syncs - s0.syncs, 1);
+	expect_durable(5, 5, "a detach");
+	et_attach(&g_t, &g_v, &g_vc, &et_vdisk_ops, g_d);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 5, 1, g_buf, 0), 0);
+	T_EQ(et_version(g_buf, TAG, 5), 5);
+	expect_clean_agrees(ET_LAND_NONE, "a read miss after a detach and an attach");
+
+	/* the detach's sync fails: nothing admitted until a sync succeeds */
+	T_EQ(write_ver(6, 6, 0), 0);
+	et_vdisk_fail_next(g_d, PMC_IO_FSYNC, EIO);
+	T_OK(pmc_engine_detach(g_t.e, g_v.vol, 0, &err));
+	et_attach(&g_t, &g_v, &g_vc, &et_vdisk_ops, g_d);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 6, 1, g_buf, 0), 0);
+	T_EQ(et_version(g_buf, TAG, 6), 6);
+	expect_no_clean(6, "a read miss after a detach whose sync failed");
+	expect_clean_agrees(ET_LAND_NONE, "a read miss after a detach whose sync failed");
+	T_EQ(flush(), 0);
+	expect_durable(6, 6, "the first flush after a detach whose sync failed");
+	teardown();
+	printf("ok: detach_unsynced\n");
+}
+
+/*
  * The engine's synchronous syncs (a volume that stops being volatile, a
  * clean shutdown) go through the disk's ops like every other disk I/O, so
  * a disk with a volatile cache sees them: writes acknowledged before are
@@ -470,6 +517,70 @@ static void sc_discard_order(void)
 	printf("ok: discard_order\n");
 }
 
+static atomic_int g_detached;
+
+static void *detach_main(void *arg)
+{
+	struct pmc_err err = {0};
+
+	(void)arg;
+	T_OK(pmc_engine_detach(g_t.e, g_v.vol, 0, &err));
+	atomic_store(&g_detached, 1);
+	return NULL;
+}
+
+/*
+ * A volume detached while a write-back write of it is on its way to the
+ * disk (a forced volume-remove of a failing disk): the write holds the
+ * disk, so the detach returns only once it completed, and closes the disk
+ * after it; the write's round is synced by nobody, so its block stays
+ * dirty and is written back after the next attach. (The detach closed the
+ * disk under the write, whose completion then used it: AddressSanitizer
+ * builds report that.) Meanwhile a flush of every volume leaves the
+ * detached one's dirty block alone.
+ */
+static void sc_detach_inflight(void)
+{
+	struct et_vdisk_stats s0, s1;
+	struct pmc_wb_conf wb;
+	struct pmc_err err = {0};
+	pthread_t th;
+
+	setup(PMC_MODE_WRITE_BACK);
+	T_EQ(write_ver(21, 21, 0), 0);
+	wb = g_t.wb;
+	wb.max_age_ms = 0; /* write back whatever is dirty */
+	pmc_engine_set_wb_conf(g_t.e, &wb);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	et_vdisk_get_stats(g_d, &s0);
+	T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 1);
+	atomic_store(&g_detached, 0);
+	T_EQ(pthread_create(&th, NULL, detach_main, NULL), 0);
+	while (!atomic_load(&g_detached))
+		pmc_queue_poll(g_q, 1, 1000000ull);
+	T_EQ(pthread_join(th, NULL), 0);
+	et_vdisk_get_stats(g_d, &s1);
+	T_EQ(s1.writes - s0.writes, 1);
+	T_EQ(s1.syncs - s0.syncs, 0); /* its round was not synced */
+	/* the delayed write reached the disk before the detach returned */
+	et_disk_read(g_v.path, 21, g_img);
+	T_EQ(et_version(g_img, TAG, 21), 21);
+	/* a flush of every volume does not wait for the detached one's dirty
+	 * block (it waited for ever, and held up write-back meanwhile) */
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	et_attach(&g_t, &g_v, &g_vc, &et_vdisk_ops, g_d);
+	{
+		struct pmc_volume_info vi;
+
+		T_OK(pmc_cache_volume_info(g_t.c, g_v.vol, &vi));
+		T_EQ(vi.nr_dirty, 1);
+	}
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, g_v.vol, NULL, NULL, &err));
+	expect_durable(21, 21, "write-back after a detach that waited for its write");
+	teardown();
+	printf("ok: detach_inflight\n");
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -477,6 +588,8 @@ static const struct {
 	{"flush_gen", sc_flush_gen},
 	{"fill_unsynced", sc_fill_unsynced},
 	{"attach_unsynced", sc_attach_unsynced},
+	{"detach_unsynced", sc_detach_unsynced},
+	{"detach_inflight", sc_detach_inflight},
 	{"sync_ops", sc_sync_ops},
 	{"around_clean", sc_around_clean},
 	{"through_order", sc_through_order},

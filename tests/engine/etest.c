@@ -728,7 +728,18 @@ int et_vdisk_complete(struct pmc_disk *disk, struct pmc_io *io, int res)
 int et_vdisk_sync(struct pmc_disk *disk)
 {
 	struct et_vdisk *d = disk->priv;
+	int fail;
 
+	/* a failure injected for the next sync (et_vdisk_fail_next) fails this
+	 * synchronous one as it would one through the ring */
+	pthread_mutex_lock(&d->lock);
+	fail = d->fail[PMC_IO_FSYNC];
+	d->fail[PMC_IO_FSYNC] = 0;
+	if (fail)
+		d->st.failed++;
+	pthread_mutex_unlock(&d->lock);
+	if (fail)
+		return -fail;
 	if (fdatasync(disk->fd))
 		return -errno;
 	/* every write completed so far is durable */

@@ -182,7 +182,8 @@ void et_vdisk_crash_image(struct et_vdisk *d, char *out, enum et_land how, uint6
  * durable contents become such an image; nothing is volatile after. */
 void et_vdisk_power_cut(struct et_vdisk *d, enum et_land how, uint64_t *rng);
 /* the next I/O of kind op reaches the disk after delay_ns, or fails with
- * -err at once (the write then lands nowhere) */
+ * -err at once (the write then lands nowhere; a PMC_IO_FSYNC failure
+ * also fails the next synchronous sync, et_vdisk_sync) */
 void et_vdisk_delay_next(struct et_vdisk *d, enum pmc_io_op op, uint64_t delay_ns);
 void et_vdisk_fail_next(struct et_vdisk *d, enum pmc_io_op op, int err);
 
