@@ -338,12 +338,14 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 /* with force, a volume whose disk fails write-back is detached anyway, its
  * dirty data kept in the pmem for the next attach; an open device is
  * never removed. May run on the control worker (ctlsrv.c). */
+static int volume_remove(struct pmcd *d, struct pmcd_volume *v, const char *name, int force,
+			 struct pmc_err *err);
+
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err)
 {
 	struct pmcd_volume *v = pmcd_volume_find(d, name);
-	struct pmcd_dev *dev;
 	char holder[200];
-	int rc, kept = 0;
+	int rc;
 
 	if (!v)
 		return pmc_err_set(err, ENOENT, "volume %s: not served", name);
@@ -351,6 +353,25 @@ int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_e
 		return pmc_err_set(err, EBUSY, "volume %s: /dev/ublkb%u is in use: %s; unmount "
 					       "or close it first",
 				   name, v->dev->dev_id, holder);
+	/* a reload meanwhile must not put the volume back in write-back mode */
+	pthread_mutex_lock(&d->lock);
+	v->removing = 1;
+	pthread_mutex_unlock(&d->lock);
+	rc = volume_remove(d, v, name, force, err);
+	pthread_mutex_lock(&d->lock);
+	v->removing = 0;
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+/* pmcd_volume_remove() once the device was found unused */
+static int volume_remove(struct pmcd *d, struct pmcd_volume *v, const char *name, int force,
+			 struct pmc_err *err)
+{
+	struct pmcd_dev *dev;
+	char holder[200];
+	int rc, kept = 0;
+
 	/* no new dirty data, then everything to the disk */
 	pmc_engine_set_mode(d->e, v->vol, PMC_MODE_WRITE_AROUND, NULL);
 	if (d->cache) {
@@ -376,13 +397,27 @@ int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_e
 			kept = 1;
 		}
 	}
+	/* the write-back may have taken minutes: the device is checked again
+	 * and stopped under an exclusive claim, so that nothing mounted or
+	 * opened it meanwhile loses it */
 	pthread_mutex_lock(&d->lock);
 	dev = v->dev;
 	v->dev = NULL;
+	pthread_mutex_unlock(&d->lock);
+	if (pmcd_dev_stop_unused(dev, holder, sizeof(holder))) {
+		pthread_mutex_lock(&d->lock);
+		v->dev = dev;
+		pthread_mutex_unlock(&d->lock);
+		pmc_engine_set_mode(d->e, v->vol, v->conf.vc.mode, NULL);
+		return pmc_err_set(err, EBUSY,
+				   "volume %s: /dev/ublkb%u came into use during the removal: %s; "
+				   "it is served as before",
+				   name, dev->dev_id, holder);
+	}
+	pthread_mutex_lock(&d->lock);
 	v->used = 0;
 	v->disk = NULL;
 	pthread_mutex_unlock(&d->lock);
-	pmcd_dev_stop(dev);
 	rc = pmc_engine_detach(d->e, v->vol, !kept, err);
 	if (rc)
 		return rc;
@@ -595,12 +630,16 @@ static int reload(struct pmcd *d, struct reload_report *r)
 		       nc->wb.max_io_bytes, d->max_io_start);
 		nc->wb.max_io_bytes = d->conf.wb.max_io_bytes;
 	}
+	/* queues.max_io sized the engine and the devices at start (reported
+	 * above as needing a restart): a device added later must not take
+	 * requests the engine refuses */
+	nc->wb.max_req_bytes = d->conf.wb.max_req_bytes;
 	pmc_engine_set_wb_conf(d->e, &nc->wb);
 	pmc_log_set_level(nc->log_level);
 	for (unsigned i = 0; i < nc->nr_volumes; i++) {
 		struct pmcd_volume *v = pmcd_volume_find(d, nc->volumes[i].name);
 
-		if (!v)
+		if (!v || v->removing)
 			continue;
 		pmc_err_clear(&err);
 		if (pmc_engine_set_volume_conf(d->e, v->vol, &nc->volumes[i].vc, &err))

@@ -35,6 +35,7 @@ struct pmcd_volume {
 	int path_down;	       /* not live since the last check that was */
 	uint64_t path_retry_ns;	  /* next reconnect attempt (CLOCK_MONOTONIC) */
 	uint32_t path_backoff_ms; /* doubling to 60 s */
+	int removing;		  /* volume-remove under way: a reload leaves it be (d->lock) */
 };
 
 struct pmcd {
