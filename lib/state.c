@@ -165,7 +165,7 @@ static int save(struct pmc_state *st, struct pmc_err *err)
 int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pmc_err *err)
 {
 	unsigned i;
-	int rc;
+	int rc, added = 0;
 
 	pthread_mutex_lock(&st->lock);
 	for (i = 0; i < st->n; i++)
@@ -178,12 +178,21 @@ int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pm
 		}
 		snprintf(st->v[i].name, sizeof(st->v[i].name), "%s", volume);
 		st->n++;
+		added = 1;
 	} else if (st->v[i].dirty == !!dirty) {
 		pthread_mutex_unlock(&st->lock);
 		return 0;
 	}
 	st->v[i].dirty = !!dirty;
 	rc = save(st, err);
+	if (rc) {
+		/* the copy in memory stays what the file says, so that the
+		 * next call saves again instead of taking the change as made */
+		if (added)
+			st->n--;
+		else
+			st->v[i].dirty = !dirty;
+	}
 	pthread_mutex_unlock(&st->lock);
 	return rc;
 }

@@ -6,6 +6,7 @@
  * or unknown one is refused by name. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -190,6 +191,30 @@ int main(void)
 	pmc_queue_destroy(q);
 	pmc_engine_destroy(e);
 	pmc_state_close(st);
+
+	/* a save that fails changes nothing: the call after it saves again
+	 * (the copy in memory took the change before the save, so the retry
+	 * returned 0 with the file still saying clean while the engine went
+	 * on to make dirty data) */
+	unlink(state);
+	T_OK(pmc_state_open(state, &st, &err));
+	T_TRUE(mkdir(state, 0700) == 0); /* the rename onto it fails */
+	T_TRUE(pmc_state_set(st, "vol-a", 1, &err) != 0);
+	T_EQ(pmc_state_get(st, "vol-a"), -ENOENT);
+	T_TRUE(rmdir(state) == 0);
+	T_OK(pmc_state_set(st, "vol-a", 1, &err));
+	T_OK(pmc_state_set(st, "vol-a", 0, &err));
+	T_TRUE(unlink(state) == 0 && mkdir(state, 0700) == 0);
+	T_TRUE(pmc_state_set(st, "vol-a", 1, &err) != 0);
+	T_EQ(pmc_state_get(st, "vol-a"), 0);
+	T_TRUE(pmc_state_set(st, "vol-a", 1, &err) != 0); /* tried again, not taken as made */
+	T_TRUE(rmdir(state) == 0);
+	T_OK(pmc_state_set(st, "vol-a", 1, &err));
+	pmc_state_close(st);
+	T_OK(pmc_state_open(state, &st, &err));
+	T_EQ(pmc_state_get(st, "vol-a"), 1);
+	pmc_state_close(st);
+
 	unlink(pmem);
 	unlink(disk0);
 	unlink(disk1);
