@@ -239,7 +239,7 @@ int pmc_cache_dirty_rebuild(struct pmc_cache *c, uint64_t max)
 	while (max--) {
 		uint64_t i = atomic_fetch_add(&c->rebuild_cursor, 1);
 		struct pmc_desc *d;
-		uint64_t lba, volgen;
+		uint64_t lba, volgen, b, *link;
 		uint32_t s;
 
 		if (i >= c->nr_blocks) {
@@ -255,10 +255,16 @@ int pmc_cache_dirty_rebuild(struct pmc_cache *c, uint64_t max)
 		volgen = __atomic_load_n((uint64_t *)&d->vol, __ATOMIC_RELAXED);
 		if ((uint32_t)volgen >= c->max_volumes)
 			continue;
-		s = pmc_stripe_of(c, pmc_index_bucket(c, (uint32_t)volgen, lba));
+		b = pmc_index_bucket(c, (uint32_t)volgen, lba);
+		s = pmc_stripe_of(c, b);
 		pthread_mutex_lock(&c->stripe[s]);
+		/* linked only: a DIRTY orphan (a crash lost the FREE store of an
+		 * overwritten copy, FORMAT.md publish.free_old) marked would be
+		 * passed by the allocator, and never forgotten by write-back,
+		 * for ever; unmarked, the allocator reclaims it */
 		if ((pmc_load64(&d->state) & 0xff) == PMC_BLK_DIRTY && d->lba == lba &&
-		    d->vol == (uint32_t)volgen && pmc_desc_live(c, d))
+		    d->vol == (uint32_t)volgen && pmc_desc_live(c, d) &&
+		    pmc_index_find_blk_locked(c, b, i, &link) == 0)
 			pmc_dirty_mark(c, i, 1);
 		pthread_mutex_unlock(&c->stripe[s]);
 	}

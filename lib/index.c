@@ -247,9 +247,12 @@ static int publish(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk
 	if (old != PMC_BLK_NONE) {
 		uint64_t ost = pmc_load64(&c->descs[old].state) & 0xff;
 
+		/* the mark first: once FREE, the block may be taken and
+		 * published dirty for another key, whose mark a late clear
+		 * would wipe (write-back would never find it) */
+		pmc_dirty_mark(c, old, 0);
 		retire_old(c, old, ost);
 		pmc_count_adj(c, s, vol, ost, -1);
-		pmc_dirty_mark(c, old, 0);
 	}
 	pmc_count_adj(c, s, vol, state, +1);
 	pmc_dirty_mark(c, blk, state == PMC_BLK_DIRTY);
@@ -421,9 +424,9 @@ static void publish_batch(struct pmc_cache *c, uint32_t vol, uint32_t gen, const
 		if (old[i] != PMC_BLK_NONE) {
 			uint64_t ost = pmc_load64(&c->descs[old[i]].state) & 0xff;
 
+			pmc_dirty_mark(c, old[i], 0); /* before FREE: see publish() */
 			retire_old(c, old[i], ost);
 			pmc_count_adj(c, s, vol, ost, -1);
-			pmc_dirty_mark(c, old[i], 0);
 		}
 		pmc_count_adj(c, s, vol, state, +1);
 		pmc_dirty_mark(c, blk[i], state == PMC_BLK_DIRTY);
@@ -610,9 +613,9 @@ static int invalidate_batch(struct pmc_cache *c, uint32_t vol, uint64_t lba, uin
 			struct pmc_desc *d = &c->descs[gone[i]];
 			uint64_t st = pmc_load64(&d->state) & 0xff;
 
+			pmc_dirty_mark(c, gone[i], 0); /* before FREE: see publish() */
 			retire_old(c, gone[i], st);
 			pmc_count_adj(c, s, vol, st, -1);
-			pmc_dirty_mark(c, gone[i], 0);
 		}
 		/* even when nothing was cached: a fill in flight must not land */
 		atomic_fetch_add(&c->fill_seq[s], 1);
