@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libpmem2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,16 +101,59 @@ static int pmem2_fail(struct pmc_err *err, const char *path, const char *what, i
 static int prepare_file(int fd, const char *path, const struct stat *st, uint64_t create_size,
 			struct pmc_err *err)
 {
+	int rc;
+
 	if (create_size == 0 || (uint64_t)st->st_size == create_size)
 		return 0;
 	if (st->st_size != 0)
 		return pmc_err_set(err, EEXIST,
 				   "pmem %s: file exists with %lld bytes, asked to create %llu bytes",
 				   path, (long long)st->st_size, (unsigned long long)create_size);
-	if (ftruncate(fd, (off_t)create_size) != 0)
-		return pmc_err_set(err, errno, "pmem %s: cannot size to %llu bytes: %s", path,
-				   (unsigned long long)create_size, strerror(errno));
+	/* allocated, not sparse: a store into a hole that the file system
+	 * cannot fill (it is full) raises SIGBUS, long after this succeeded */
+	rc = posix_fallocate(fd, 0, (off_t)create_size);
+	if (rc) {
+		/* back to the empty file it was; the error below says why */
+		(void)!ftruncate(fd, 0);
+		return pmc_err_set(err, rc, "pmem %s: cannot allocate %llu bytes: %s", path,
+				   (unsigned long long)create_size, strerror(rc));
+	}
 	return 0;
+}
+
+/*
+ * The namespace's unsafe shutdown count and device id (libpmem2): the id
+ * joins the ids of every DIMM of the region, 21 characters each, so an
+ * interleave set of 4 or more outgrows the superblock's 64 bytes; then
+ * dev_id is "fnv1a64:" and a 64-bit FNV-1a hash of the whole id, which
+ * still names the device. 0, or -1 when the device reports neither.
+ */
+static int device_id(struct pmc_pmem *pm)
+{
+	size_t len = 0;
+	char *id;
+	int rc = -1;
+
+	if (pmem2_source_device_usc(pm->src, &pm->usc) ||
+	    pmem2_source_device_id(pm->src, NULL, &len) || len < 2 || !(id = calloc(1, len)))
+		return -1;
+	if (pmem2_source_device_id(pm->src, id, &len) == 0 && id[0]) {
+		size_t n = strnlen(id, len);
+
+		if (n < sizeof(pm->dev_id)) {
+			memcpy(pm->dev_id, id, n);
+			pm->dev_id[n] = '\0';
+		} else {
+			uint64_t h = 0xcbf29ce484222325ull;
+
+			for (size_t i = 0; i < n; i++)
+				h = (h ^ (unsigned char)id[i]) * 0x100000001b3ull;
+			snprintf(pm->dev_id, sizeof(pm->dev_id), "fnv1a64:%016" PRIx64, h);
+		}
+		rc = 0;
+	}
+	free(id);
+	return rc;
 }
 
 int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
@@ -174,17 +218,9 @@ int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
 	}
 
 	/* media health, best effort: a file has neither */
-	{
-		size_t idlen = 0;
-
-		if (pmem2_source_device_usc(pm->src, &pm->usc) == 0 &&
-		    pmem2_source_device_id(pm->src, NULL, &idlen) == 0 && idlen > 1 &&
-		    idlen <= sizeof(pm->dev_id) &&
-		    pmem2_source_device_id(pm->src, pm->dev_id, &idlen) == 0)
-			pm->usc_valid = 1;
-		else
-			pm->dev_id[0] = '\0';
-	}
+	pm->usc_valid = device_id(pm) == 0;
+	if (!pm->usc_valid)
+		pm->dev_id[0] = '\0';
 	pm->base = pmem2_map_get_address(pm->map);
 	pm->size = pmem2_map_get_size(pm->map);
 	switch (pmem2_map_get_store_granularity(pm->map)) {

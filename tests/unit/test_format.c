@@ -64,8 +64,13 @@ static void fresh(uint64_t size)
 {
 	struct pmc_pmem *pm;
 
+	struct stat st;
+
 	unlink(path);
 	T_OK(pmc_pmem_open(path, size, &pm, &err));
+	/* allocated, not sparse: a store into a hole of a file system that
+	 * has filled up since raises SIGBUS */
+	T_TRUE(stat(path, &st) == 0 && (uint64_t)st.st_blocks * 512 >= size);
 	T_OK(pmc_cache_format(pm, NULL, &err));
 	pmc_pmem_close(pm);
 }
