@@ -132,6 +132,16 @@ int pmc_cache_quarantine(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
 	rc = pmc_index_find_blk_locked(c, b, blk, &link);
 	cur = rc == 0 && d->vol == vol && d->lba == lba && pmc_desc_live(c, d);
 	if (!cur) {
+		/* a newer write (or an invalidation) replaced the block after
+		 * the caller pinned it: its data is not the volume's any more,
+		 * but its media is bad. Unlinked (in no chain, FREE) and pinned
+		 * by the caller, so nobody can take it: retired now, or the
+		 * allocator would hand it out for new data */
+		if (rc == -ENOENT && (pmc_load64(&d->state) & 0xff) == PMC_BLK_FREE &&
+		    pmc_cache_pins(c, blk)) {
+			pmc_pmem_store8(c->pm, &d->state, PMC_BLK_BAD);
+			pmc_pmem_persist(c->pm, &d->state, sizeof(uint64_t));
+		}
 		pthread_mutex_unlock(&c->stripe[s]);
 		return -ESTALE;
 	}

@@ -40,7 +40,9 @@ int pmc_poison_probe(const void *src, size_t len);
 /*
  * Quarantine blk, found poisoned while it cached (vol, lba): CLEAN ->
  * unlinked and BAD; DIRTY -> LOST. *was (optional) is the state before.
- * -ESTALE when blk is no longer the block of (vol, lba) (nothing changed).
+ * -ESTALE when blk is no longer the block of (vol, lba): no data is lost,
+ * and a block already unlinked (FREE) that the caller holds pinned is
+ * retired (BAD), never handed out again.
  */
 int pmc_cache_quarantine(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64_t blk,
 			 enum pmc_block_state *was);
