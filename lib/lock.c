@@ -158,8 +158,9 @@ int pmc_pidfile_take(const char *path, int *out, pid_t *holder, struct pmc_err *
 	if (fd < 0)
 		return pmc_err_set(err, EAGAIN, "pid file %s: keeps being replaced", path);
 	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	errno = 0;
 	if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n) {
-		int e = errno;
+		int e = errno ? errno : ENOSPC; /* a short write sets none */
 
 		close(fd);
 		return pmc_err_set(err, e, "pid file %s: cannot write: %s", path, strerror(e));
