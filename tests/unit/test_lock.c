@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,6 +110,30 @@ int main(void)
 	T_TRUE(access(pidf, F_OK) != 0);
 	T_OK(pmc_pidfile_take(pidf, &fd, &who, &err));
 	pmc_pidfile_release(pidf, fd);
+
+	/* a short write of the pid (here the file size limit: two bytes) is
+	 * an error, not a success without the lock (it set no errno) */
+	pid = fork();
+	T_TRUE(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = {2, 2};
+		struct pmc_err e = {0};
+		int f = -2;
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+			_exit(2);
+		errno = 0; /* nothing left over to stand in for the missing one */
+		_exit(pmc_pidfile_take(pidf, &f, NULL, &e) != 0 && e.code != 0 ? 0 : 1);
+	}
+	{
+		int status;
+
+		T_EQ(waitpid(pid, &status, 0), pid);
+		T_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		printf("ok: a short write of the pid file is an error\n");
+	}
+	unlink(pidf);
 
 	unlink(pmem);
 	rmdir(dir);
