@@ -34,10 +34,12 @@ for d in 'NoNewPrivileges=yes' 'SystemCallFilter=@system-service' 'ProtectKernel
 	'ProtectKernelLogs=yes' 'OOMScoreAdjust=-[0-9]+' 'DevicePolicy=closed' \
 	'DeviceAllow=/dev/ublk-control rw' 'DeviceAllow=char-dax rw' 'DeviceAllow=block-\* rw' \
 	'LimitMEMLOCK=infinity' 'RuntimeDirectoryMode=0750' 'ExecReload=.*pmcached .*--reload \$MAINPID' \
-	'ProtectSystem=full'; do
+	'ProtectSystem=full' 'DeviceAllow=/dev/nvme-fabrics rw' 'DeviceAllow=char-nvme rw'; do
 	has "$d"
 done
 grep -q CAP_SYS_MODULE "$unit" && bad "the unit keeps CAP_SYS_MODULE"
+# NVMe/TCP connects open their kernel sockets in the daemon's namespace
+grep -Eq '^PrivateNetwork=yes' "$unit" && bad "PrivateNetwork=yes breaks the daemon's NVMe/TCP connects"
 grep -q modprobe "$unit" && bad "the unit runs modprobe"
 grep -Eq '^ReadWritePaths=' "$unit" && bad "fixed ReadWritePaths= break a state_dir or socket elsewhere"
 grep -qx ublk_drv "$src/systemd/modules-load.conf" && echo "ok: modules-load.d loads ublk_drv" ||
