@@ -1038,34 +1038,34 @@ static void on_idle(struct ev_loop *loop, ev_timer *w, int revents)
 
 /* --- accepting --- */
 
-/* is gid the peer's primary group or one of its supplementary groups? */
-static int peer_in_group(const struct ucred *cr, gid_t gid)
+/*
+ * Is gid the peer's primary group or one of its supplementary groups, as
+ * they were when it connected? SO_PEERGROUPS (Linux 4.13) reads them off
+ * the socket: no look at /proc, whose pid may be another process by now,
+ * and no line to cut (a fixed buffer of /proc's "Groups:" line split a
+ * long list, and could read half of a number as a group).
+ */
+static int peer_in_group(int fd, const struct ucred *cr, gid_t gid)
 {
-	char path[64], line[512];
-	FILE *f;
+	gid_t small[64], *g = small;
+	socklen_t len = sizeof(small);
 	int in = 0;
 
 	if (cr->gid == gid)
 		return 1;
-	snprintf(path, sizeof(path), "/proc/%d/status", cr->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *p, *end;
-
-		if (strncmp(line, "Groups:", 7))
-			continue;
-		for (p = line + 7;; p = end) {
-			unsigned long g = strtoul(p, &end, 10);
-
-			if (end == p)
-				break;
-			if (g == gid)
-				in = 1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+		if (errno != ERANGE || !(g = malloc(len)))
+			return 0;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+			free(g);
+			return 0;
 		}
 	}
-	fclose(f);
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (g[i] == gid)
+			in = 1;
+	if (g != small)
+		free(g);
 	return in;
 }
 
@@ -1101,8 +1101,8 @@ static void accept_one(struct ctlsrv *s, int fd)
 		close(fd);
 		return;
 	}
-	admin = cr.uid == 0 || (s->has_admin_gid && peer_in_group(&cr, s->admin_gid));
-	reader = admin || (s->has_gid && peer_in_group(&cr, s->gid));
+	admin = cr.uid == 0 || (s->has_admin_gid && peer_in_group(fd, &cr, s->admin_gid));
+	reader = admin || (s->has_gid && peer_in_group(fd, &cr, s->gid));
 	if (!reader) {
 		refuse(fd, EACCES, "permission denied: root, control.group or control.admin_group only");
 		return;

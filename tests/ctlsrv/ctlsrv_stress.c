@@ -412,18 +412,26 @@ static void server_alive(const char *after)
 		       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 }
 
-/* connect as uid (0 or NOBODY) with egid, and control.group as a
- * supplementary group (to pass the socket's mode); -errno on failure */
+/* more supplementary groups for the connections of conn_as() */
+static gid_t g_extra[160];
+static int g_nextra;
+
+/* connect as uid (0 or NOBODY) with egid, and control.group (and
+ * g_extra) as supplementary groups (to pass the socket's mode); -errno on
+ * failure */
 static int conn_as(uid_t uid, gid_t gid)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	gid_t groups[1 + sizeof(g_extra) / sizeof(g_extra[0])];
 	int fd, rc = 0;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	T_TRUE(fd >= 0);
+	groups[0] = ctl_gid;
+	memcpy(groups + 1, g_extra, (size_t)g_nextra * sizeof(gid_t));
 	if (uid) {
-		T_TRUE(setgroups(1, &ctl_gid) == 0);
+		T_TRUE(setgroups((size_t)(1 + g_nextra), groups) == 0);
 		T_TRUE(setegid(gid) == 0);
 		T_TRUE(seteuid(uid) == 0);
 	}
@@ -854,6 +862,17 @@ static void t_privileges(void)
 		expect_err(NOBODY, ctl_gid, rw[i], EPERM, "permission denied");
 	expect_ok(NOBODY, admin_gid, rw[0], "set");
 	expect_ok(NOBODY, admin_gid, rw[1], "flush");
+	/* control.admin_group as the last of many supplementary groups: the
+	 * peer's groups as the socket has them (a fixed line buffer of /proc's
+	 * "Groups:" cut a long list, and could read half a number as a group) */
+	for (int i = 0; i < 159; i++)
+		g_extra[i] = 61000 + (gid_t)i;
+	g_extra[159] = admin_gid;
+	g_nextra = 160;
+	expect_ok(NOBODY, ctl_gid, rw[0], "set");
+	g_nextra = 159;
+	expect_err(NOBODY, ctl_gid, rw[0], EPERM, "permission denied");
+	g_nextra = 0;
 	expect_ok(0, 0, "{\"cmd\":\"set\",\"key\":\"writeback.high_pct\",\"value\":50}\n", "set");
 	status_ok("privileges");
 	printf("ok: privileges: control.group reads, control.admin_group and root change\n");
