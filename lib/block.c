@@ -114,7 +114,15 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int mode)
 	pthread_mutex_lock(&c->stripe[s]);
 	rc = pmc_index_find_blk_locked(c, b, blk, &link);
 	if (rc == -ENOENT) {
-		rc = 0; /* orphan */
+		/* an orphan. A LOST one is bad media whose BAD store (after
+		 * its unlink, index.c retire_old) a crash lost: retired now,
+		 * never handed out */
+		rc = 0;
+		if ((pmc_load64(&d->state) & 0xff) == PMC_BLK_LOST) {
+			pmc_pmem_store8(c->pm, &d->state, PMC_BLK_BAD);
+			pmc_pmem_persist(c->pm, &d->state, sizeof(uint64_t));
+			rc = -EBUSY;
+		}
 		goto out;
 	}
 	if (rc < 0) {

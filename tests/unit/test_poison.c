@@ -106,6 +106,52 @@ static void stale_poison(void)
 	printf("ok: a block found poisoned after a newer write replaced it is retired\n");
 }
 
+/*
+ * A LOST block replaced by a write is unlinked durably, then stored BAD
+ * with no drain (index.c retire_old): a power cut between leaves it LOST
+ * in no chain. The allocator must retire it, not reclaim it as an
+ * ordinary orphan and put new acknowledged data on bad media.
+ */
+static void lost_orphan(void)
+{
+	char path[256], *buf = aligned_alloc(BS, BS);
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	enum pmc_block_state st, was;
+	uint64_t x, blk, n = 0;
+	uint32_t v;
+
+	snprintf(path, sizeof(path), "%s/pmc-lost-orphan-%d.pmem", tmp, getpid());
+	unlink(path);
+	T_OK(pmc_pmem_open(path, (2u << 20) + 64 * BS, &pm, &err));
+	T_OK(pmc_cache_format(pm, NULL, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	T_OK(pmc_cache_volume_add(c, "v", "/dev/x", 1ull << 30, &v, &err));
+	memset(buf, 7, BS);
+	T_OK(pmc_cache_write(c, v, 3, 1, buf, &err));
+	T_OK(pmc_cache_lookup_pin(c, v, 3, &x, &st));
+	pmc_cache_unpin(c, x);
+	T_OK(pmc_cache_quarantine(c, v, 3, x, &was)); /* its media failed: LOST */
+	T_EQ(was, PMC_BLK_DIRTY);
+	T_OK(pmc_cache_write(c, v, 3, 1, buf, &err)); /* replaced: unlinked, BAD */
+	T_EQ(pmc_load64(&c->descs[x].state) & 0xff, PMC_BLK_BAD);
+	c->descs[x].state = PMC_BLK_LOST; /* the crash lost the BAD store */
+	pmc_cache_abandon(c);
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	while (pmc_cache_alloc(c, PMC_ALLOC_EVICT, &blk) == 0) {
+		n++;
+		if (blk == x)
+			T_FAIL("the LOST orphan (block %" PRIu64 ", bad media) was allocated", x);
+	}
+	T_EQ(pmc_load64(&c->descs[x].state) & 0xff, PMC_BLK_BAD);
+	pmc_cache_abandon(c);
+	pmc_pmem_close(pm);
+	unlink(path);
+	free(buf);
+	printf("ok: a LOST orphan is retired, not allocated (%" PRIu64 " others were)\n", n);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -284,6 +330,7 @@ int main(void)
 	free(buf);
 	free(want);
 	stale_poison();
+	lost_orphan();
 	printf("PASS pmem_poison\n");
 	return 0;
 }
