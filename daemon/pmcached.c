@@ -246,7 +246,8 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	struct pmc_nvmf_path np = {0};
 	char label[PMC_CONFIG_NQN_MAX + PMC_CONFIG_TRADDR_MAX + 96];
 	const char *path;
-	int rc, absent = 0;
+	uint32_t slot;
+	int rc, absent = 0, fresh = 0;
 
 	if (pmcd_volume_find(d, vc->name))
 		return pmc_err_set(err, EEXIST, "volume %s: already served", vc->name);
@@ -290,6 +291,10 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	rc = absent ? 0 : pmc_disk_open(path, 0, &disk, err);
 	if (rc)
 		return rc;
+	/* a volume new to the cache is recorded by the attach: a failure
+	 * after it removes it again, so a refused add leaves no trace */
+	if (d->cache && pmc_cache_volume_find(d->cache, vc->name, &slot) != 0)
+		fresh = 1;
 	rc = pmc_engine_attach_flags(d->e, vc->name, disk, &vc->vc, flags, &v->vol, err);
 	if (rc) {
 		pmc_disk_close(disk);
@@ -314,9 +319,10 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	dc.discard = 1;
 	rc = pmcd_dev_start(d->ctrl, d->e, &dc, &v->dev, err);
 	if (rc) {
-		struct pmc_err ignore = {0};
+		struct pmc_err derr = {0};
 
-		pmc_engine_detach(d->e, v->vol, 0, &ignore);
+		if (pmc_engine_detach(d->e, v->vol, fresh, &derr))
+			pmc_log(LOG_ERR, "volume %s: %s", vc->name, derr.msg);
 		return rc;
 	}
 	pthread_mutex_lock(&d->lock);

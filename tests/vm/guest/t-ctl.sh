@@ -159,6 +159,13 @@ ctl 5 "volume remove of an unknown volume" volume remove nosuch
 ctl 0 "volume remove" volume remove vol1 && cat $OUT
 ctl 0 "volume list after remove" volume list
 grep -q vol1 $OUT && bad "vol1 still listed" || ok "vol1 gone"
+# an add whose device cannot be made (vol0's ublk id) leaves no trace:
+# the volume is not recorded in the pmem (the dump after the stop)
+pmcachectl -s "$SOCK" volume add vol9 "$D1" ublk_id=0 >$OUT 2>$OUT.err &&
+	bad "volume add on a ublk id in use succeeded" ||
+	ok "volume add on a ublk id in use refused: $(cat $OUT.err)"
+ctl 0 "volume list after the refused add" volume list
+grep -q vol9 $OUT && bad "vol9 listed after its add was refused" || ok "vol9 not listed"
 ctl 0 "volume add" volume add vol1 "$D1" mode=write-around ublk_id=1 && cat $OUT
 has "/dev/ublkb1" "volume add: device printed"
 ctl 0 "volume list after add" volume list && has "vol1 *write-around" "vol1 back, write-around"
@@ -179,6 +186,8 @@ ctl 3 "status after stop" status
 ctl 0 "check after stop" check "$DAX" && has "consistent" "check: consistent after serving"
 ctl 0 "dump after stop" dump "$DAX" && head -80 $OUT | tail -30
 has "vol0" "dump: vol0 in the volume table"
+grep -q vol9 $OUT && bad "dump: vol9, whose add was refused, is in the volume table" ||
+	ok "dump: no vol9 in the volume table"
 ctl 0 "dump --json --all" --json dump --limit 4 "$DAX" && has '"descriptors"' "dump --json"
 ctl 8 "format refuses the served cache" format "$DAX"
 exit $FAIL
