@@ -42,6 +42,8 @@
 #define STRIPES_USED PMC_STRIPES_MAX
 #endif
 
+void (*pmc_test_open_committing)(struct pmc_cache *c);
+
 static void random_uuid(uint8_t uuid[16])
 {
 	uint64_t a = pmc_now_ns();
@@ -325,6 +327,8 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 		}
 	}
 	if (!c->rdonly) {
+		if (pmc_test_open_committing)
+			pmc_test_open_committing(c);
 		/* crash point open.epoch: a new epoch voids old pins; not clean
 		 * until the next close */
 		do

@@ -138,10 +138,14 @@ void pmc_stripes_unlock(struct pmc_cache *c, struct pmc_stripe_set *set);
  * pmc_test_alloc_claimed runs in pmc_cache_alloc right after blk was
  * claimed, before the allocator takes the stripe lock to look at it;
  * pmc_test_wb_pinned runs in write-back after the blocks of a write were
- * pinned (wb_pin) and before they are claimed for the disk (wb_claim). */
+ * pinned (wb_pin) and before they are claimed for the disk (wb_claim);
+ * pmc_test_open_committing runs in a read-write pmc_cache_open after the
+ * media check, before the open.epoch commit (tests/unit/test_badblocks.c
+ * crashes there). */
 struct pmc_engine;
 extern void (*pmc_test_alloc_claimed)(struct pmc_cache *c, uint64_t blk);
 extern void (*pmc_test_wb_pinned)(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n);
+extern void (*pmc_test_open_committing)(struct pmc_cache *c);
 
 static inline uint64_t pmc_load64(const uint64_t *p)
 {

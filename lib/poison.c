@@ -177,6 +177,14 @@ static void bad_block(struct pmc_cache *c, uint64_t blk)
 
 	if (st == PMC_BLK_BAD || st == PMC_BLK_LOST)
 		return;
+	/* a quarantine changes the counts of a clean close, which this open
+	 * trusts: "not clean" first, so that a crash before the open.epoch
+	 * commit leaves the next open counting the index (crash point
+	 * open.quarantine) */
+	if ((st == PMC_BLK_CLEAN || st == PMC_BLK_DIRTY) && c->sb.clean) {
+		c->sb.clean = 0;
+		pmc_sb_commit(c);
+	}
 	if ((st == PMC_BLK_CLEAN || st == PMC_BLK_DIRTY) && pmc_desc_live(c, d) &&
 	    pmc_cache_quarantine(c, d->vol, d->lba, blk, &was) == 0) {
 		if (was == PMC_BLK_DIRTY)

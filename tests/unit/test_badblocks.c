@@ -1,0 +1,139 @@
+/* test_badblocks.c - the namespace's bad ranges at open (lib/poison.c).
+ *
+ * A plain file lists no bad blocks, so this test stands in for the
+ * device: it defines libpmem2's pmem2_badblock_context_new(), _next() and
+ * _context_delete() itself (the executable's definitions win) and lists
+ * the ranges it sets.
+ *
+ * Checked: a cache closed cleanly with two dirty blocks is opened with a
+ * bad range over the data of one of them: the block is quarantined (LOST,
+ * one dirty block left); a crash just before the open.epoch commit (the
+ * pmem copied there, through the hook pmc_test_open_committing) leaves a
+ * cache whose next open counts one dirty block and passes the checker
+ * (the quarantine ran under the clean close's counters, which said two,
+ * and a crash before the commit left them trusted); and a bad range in
+ * the metadata refuses the open.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libpmem2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache_internal.h"
+#include "check.h"
+#include "pmem.h"
+#include "t.h"
+
+#define BS 4096
+
+static struct pmem2_badblock g_bad[4];
+static unsigned g_nbad, g_next;
+
+int pmem2_badblock_context_new(struct pmem2_badblock_context **ctx,
+			       const struct pmem2_source *src)
+{
+	(void)src;
+	*ctx = (struct pmem2_badblock_context *)&g_next;
+	g_next = 0;
+	return 0;
+}
+
+int pmem2_badblock_next(struct pmem2_badblock_context *ctx, struct pmem2_badblock *bb)
+{
+	(void)ctx;
+	if (g_next >= g_nbad)
+		return PMEM2_E_NO_BAD_BLOCK_FOUND;
+	*bb = g_bad[g_next++];
+	return 0;
+}
+
+void pmem2_badblock_context_delete(struct pmem2_badblock_context **ctx)
+{
+	*ctx = NULL;
+}
+
+static struct pmc_err err;
+static char g_path[256], g_snap[256];
+
+/* the crash: the pmem as it is now, copied (the mapping is shared) */
+static void snapshot(struct pmc_cache *c)
+{
+	int in = open(g_path, O_RDONLY), out = open(g_snap, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	char *b = malloc(1 << 20);
+	ssize_t n;
+
+	(void)c;
+	T_TRUE(in >= 0 && out >= 0 && b);
+	while ((n = read(in, b, 1 << 20)) > 0)
+		T_EQ(write(out, b, (size_t)n), n);
+	T_EQ(n, 0);
+	free(b);
+	close(in);
+	close(out);
+}
+
+int main(void)
+{
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char *buf = aligned_alloc(BS, BS);
+	struct pmc_volume_info vi;
+	struct pmc_check_report rep;
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	enum pmc_block_state st;
+	uint64_t x;
+	uint32_t v;
+
+	snprintf(g_path, sizeof(g_path), "%s/pmc-bb-%d.pmem", tmp, getpid());
+	snprintf(g_snap, sizeof(g_snap), "%s/pmc-bb-%d.snap", tmp, getpid());
+	unlink(g_path);
+	T_OK(pmc_pmem_open(g_path, (2u << 20) + 64 * BS, &pm, &err));
+	T_OK(pmc_cache_format(pm, NULL, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	T_OK(pmc_cache_volume_add(c, "v", "/dev/x", 1ull << 30, &v, &err));
+	memset(buf, 5, BS);
+	T_OK(pmc_cache_write(c, v, 0, 1, buf, &err));
+	T_OK(pmc_cache_write(c, v, 1, 1, buf, &err));
+	T_OK(pmc_cache_lookup_pin(c, v, 0, &x, &st));
+	pmc_cache_unpin(c, x);
+	g_bad[0].offset = c->sb.data_off + x * BS;
+	g_bad[0].length = BS;
+	pmc_cache_close(c); /* clean: two dirty blocks counted */
+
+	/* the bad range over block x's data; a crash before open.epoch */
+	g_nbad = 1;
+	pmc_test_open_committing = snapshot;
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	pmc_test_open_committing = NULL;
+	T_EQ(pmc_load64(&c->descs[x].state) & 0xff, PMC_BLK_LOST);
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_EQ(vi.nr_dirty, 1);
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	printf("ok: a bad range over a dirty block quarantines it\n");
+
+	T_OK(pmc_pmem_open(g_snap, 0, &pm, &err));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	if (!atomic_load(&c->counts_valid))
+		pmc_cache_recount(c);
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_EQ(vi.nr_dirty, 1);
+	T_OK(pmc_cache_check(c, &rep, &err));
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	printf("ok: a crash after the quarantine, before open.epoch: the counts agree\n");
+
+	/* a bad range in the metadata: refused */
+	g_bad[0].offset = 0;
+	T_OK(pmc_pmem_open(g_path, 0, &pm, &err));
+	T_ERR(pmc_cache_open(pm, 0, &c, &err), EIO, "in the metadata");
+	pmc_pmem_close(pm);
+	unlink(g_path);
+	unlink(g_snap);
+	free(buf);
+	printf("PASS test_badblocks\n");
+	return 0;
+}
