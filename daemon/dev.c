@@ -225,8 +225,9 @@ static void *queue_main(void *arg)
 			held |= uq->busy[t];
 		if (held || pmc_queue_busy(uq->q))
 			continue;
-		/* every commit went in with its submission: the tags are the
-		 * driver's now, or hold a request left for the next daemon */
+		/* every request is done (its commit flushed below): the tags
+		 * are the driver's then, or hold a request left for the next
+		 * daemon */
 		if (atomic_load(&uq->leave)) {
 			uq->hold_new = 1;
 			break;
@@ -235,6 +236,11 @@ static void *queue_main(void *arg)
 		if (uq->fetched == depth - uq->aborted)
 			break;
 	}
+	/* the last poll's callbacks may have prepared commits after its
+	 * io_uring_enter: they go in now, or the driver never got those
+	 * results (the next daemon would reissue the requests, or an older
+	 * device fail them with EIO) */
+	pmc_ring_flush(pmc_queue_ring(uq->q));
 	return NULL;
 }
 
@@ -483,7 +489,7 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 {
 	struct pmcd_dev *d;
 	struct ublk_params p;
-	int rc, added = 0;
+	int rc, added = 0, named = 0;
 
 	*out = NULL;
 	d = calloc(1, sizeof(*d));
@@ -539,6 +545,7 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 	}
 	d->dev_id = d->info.dev_id;
 	name_file(d, 1);
+	named = 1;
 	rc = pmc_ublk_open_cdev(d->dev_id, 5000, &d->cdev_fd, err);
 	if (rc)
 		goto err_del;
@@ -566,6 +573,10 @@ err_del:
 		pmc_ublk_stop(ctrl, d->dev_id, &ignore);
 		release(d);
 		pmc_ublk_del(ctrl, d->dev_id, &ignore);
+		/* its record too: the udev rule would give /dev/pmcache/<name>
+		 * to whatever ublk device takes the number next */
+		if (named)
+			name_file(d, 0);
 	}
 err_free:
 	dev_free(d);
