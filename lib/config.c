@@ -201,7 +201,7 @@ const struct pmc_config_key pmc_config_table[] = {
      .max = 16 * MIB,
      .align = 4 * KIB,
      .unit = "bytes",
-     .doc = "merge neighbouring dirty blocks into disk writes up to this size"},
+     .doc = "merge neighbouring dirty blocks into disk writes up to this size (and 1024 blocks)"},
     {.key = "writeback.max_inflight",
      TOP(wb.max_inflight),
      .type = PMC_CONFIG_T_INT,

@@ -160,7 +160,12 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 	e->bs = c ? c->block_size : PMC_BLOCK_SIZE_DEFAULT;
 	e->wb = *wb;
 	e->max_req_blocks = wb->max_req_bytes / e->bs;
+	/* a write-back write is one iovec per cache block, and one writev
+	 * takes IOV_MAX of them (a disk with no segment limit gets it whole):
+	 * merges stop there (4 MiB of 4 KiB blocks) */
 	e->max_io_blocks = wb->max_io_bytes / e->bs;
+	if (e->max_io_blocks > IOV_MAX)
+		e->max_io_blocks = IOV_MAX;
 	e->wb_force_vol = UINT32_MAX;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_mutex_init(&e->wb_lock, NULL);

@@ -22,6 +22,9 @@
  *             (admitted and not admitted blocks share it), not cut
  *             wherever a fill's short look at the cache found a block or
  *             did not
+ *   iov       (no limits, write-back merging up to 16 MiB) a dirty run of
+ *             more non-neighbouring cache blocks than one writev takes is
+ *             written back
  * Usage: engine_split [--seed S]
  */
 #include <errno.h>
@@ -178,6 +181,58 @@ static int pieces(void)
 	return fails;
 }
 
+/* iov: write-back merging up to 16 MiB (writeback.max_io's most) over a
+ * disk without limits (a file): a dirty run of IOV_BLOCKS whose cache
+ * blocks are not neighbours is more segments than one writev takes
+ * (IOV_MAX, 1024): the merge stops there, or the kernel refused the write
+ * (EINVAL) and write-back failed the volume for good */
+#define IOV_BLOCKS 1100u
+static int iov_limit(void)
+{
+	struct et t = {0};
+	struct et_vol v = {.name = "iov", .tag = 14, .nblocks = 2048};
+	struct pmc_volume_conf vc;
+	struct pmc_vol_stats st;
+	struct pmc_queue *q;
+	char *buf = et_alloc((size_t)IOV_BLOCKS * BS);
+	int fails = 0;
+
+	et_path(t.pmem_path, sizeof(t.pmem_path), "pmem-iov");
+	et_path(v.path, sizeof(v.path), "disk-iov");
+	et_disk_create(v.path, v.tag, v.nblocks);
+	t.pmem_size = et_pmem_size(2048);
+	pmc_wb_conf_default(&t.wb);
+	t.wb.high_pct = 100; /* write-back only when flushed */
+	t.wb.low_pct = 100;
+	t.wb.max_age_ms = UINT64_MAX / 2000000;
+	t.wb.max_io_bytes = 16u << 20;
+	et_open(&t, 1);
+	pmc_volume_conf_default(&vc);
+	et_attach(&t, &v, &vc, &split_ops, NULL);
+	q = et_queue(t.e, 8);
+	g_lim = g_segs = 0;
+	/* written last to first: the cache blocks run backwards */
+	for (unsigned k = IOV_BLOCKS; k-- > 0;) {
+		et_fill(buf, v.tag, k, 7);
+		T_EQ(et_io(t.e, q, NULL, PMC_REQ_WRITE, v.vol, k, 1, buf, 0), 0);
+	}
+	et_flush_all(&t, q, NULL);
+	et_stats(t.e, v.vol, &st);
+	printf("iov: %u dirty blocks written back in %" PRIu64 " writes, %" PRIu64 " errors\n",
+	       IOV_BLOCKS, st.wb_ios, st.wb_errors);
+	if (st.wb_errors) {
+		printf("FAIL: iov: write-back of a %u-block run failed\n", IOV_BLOCKS);
+		fails++;
+	}
+	for (unsigned k = 0; k < IOV_BLOCKS; k++)
+		et_disk_read(v.path, k, buf + (size_t)k * BS);
+	fails += check_blocks("iov (the disk file)", buf, &v, 0, IOV_BLOCKS, 7);
+	pmc_queue_destroy(q);
+	et_close(&t, 0);
+	free(buf);
+	return fails;
+}
+
 int main(int argc, char **argv)
 {
 	struct et t = {0};
@@ -304,6 +359,7 @@ int main(int argc, char **argv)
 	free(buf);
 	free(blk);
 	fails += pieces();
+	fails += iov_limit();
 	if (fails)
 		printf("FAIL: %d checks failed\n", fails);
 	return et_exit("engine_split", seed) || fails ? 1 : 0;
