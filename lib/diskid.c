@@ -137,16 +137,24 @@ static int read_line(const char *path, char *buf, size_t len)
 }
 
 /* a block device other than a whole NVMe namespace: sysfs of dev (the
- * whole disk of a partition) */
-static void sysfs_id(dev_t dev, char *out, size_t len)
+ * whole disk of a partition). Device-mapper (LVM, multipath), md and loop
+ * devices have no WWID or serial but an identity of their own: the dm
+ * UUID (LVM's names the VG and the LV), the array's UUID, the backing
+ * file. Only a device with none of these is named by its number, which
+ * can change at a reboot; legacy: the number for every device that has
+ * no WWID or serial, as before those three were read (the upgrade check
+ * of pmc_disk_id_attach) */
+static void sysfs_id(dev_t dev, int legacy, char *out, size_t len)
 {
 	char p[160], v[256];
 	const char *files[][2] = {
-		{"wwid", "wwid-"},	    {"device/wwid", "wwid-"},
+		{"wwid", "wwid-"},	      {"device/wwid", "wwid-"},
 		{"device/serial", "serial-"}, {"serial", "serial-"},
+		{"dm/uuid", "dm-uuid-"},      {"md/uuid", "md-uuid-"},
+		{"loop/backing_file", "loop-"},
 	};
 
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+	for (size_t i = 0; i < (legacy ? 4 : sizeof(files) / sizeof(files[0])); i++) {
 		snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%s", major(dev), minor(dev),
 			 files[i][0]);
 		if (read_line(p, v, sizeof(v)) == 0) {
@@ -174,7 +182,8 @@ static int partition_of(dev_t dev, dev_t *whole, unsigned *partno)
 	return 1;
 }
 
-int pmc_disk_id_get(int fd, uint64_t size_bytes, struct pmc_disk_id *id, struct pmc_err *err)
+static int id_get(int fd, uint64_t size_bytes, int legacy, struct pmc_disk_id *id,
+		  struct pmc_err *err)
 {
 	struct stat st;
 	char text[400];
@@ -196,7 +205,7 @@ int pmc_disk_id_get(int fd, uint64_t size_bytes, struct pmc_disk_id *id, struct 
 
 			snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/nsid", major(whole),
 				 minor(whole));
-			sysfs_id(whole, text, sizeof(text));
+			sysfs_id(whole, legacy, text, sizeof(text));
 			if (part && read_line(p, v, sizeof(v)) == 0) {
 				/* an NVMe partition: the namespace's sysfs ids */
 				char q[160], w[128];
@@ -220,6 +229,11 @@ int pmc_disk_id_get(int fd, uint64_t size_bytes, struct pmc_disk_id *id, struct 
 	return 0;
 }
 
+int pmc_disk_id_get(int fd, uint64_t size_bytes, struct pmc_disk_id *id, struct pmc_err *err)
+{
+	return id_get(fd, size_bytes, 0, id, err);
+}
+
 /* the identity of an attached disk: its ops may answer for it */
 static int disk_id_of(const struct pmc_disk *disk, struct pmc_disk_id *id, struct pmc_err *err)
 {
@@ -238,7 +252,8 @@ int pmc_disk_id_volume_add(struct pmc_cache *c, const char *name, const struct p
 		return rc;
 	if (!strncmp(id.text, "devnum-", 7))
 		pmc_log(LOG_WARNING,
-			"volume %s: disk %s has no stable identity (no WWID, serial or NVMe id); "
+			"volume %s: disk %s has no stable identity (no WWID, serial, NVMe id, "
+			"device-mapper or md UUID, or loop file); "
 			"recorded its device number %s, which may change at a reboot",
 			name, disk->path, id.text + 7);
 	return pmc_cache_volume_add_id(c, name, disk->path, size_bytes, &id, vol, err);
@@ -286,6 +301,24 @@ int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
 				   "checksum); found %s on %s; if that is the volume's disk, "
 				   "attach it with --replace-disk",
 				   name, id.text, disk->path);
+	if (strcmp(vi.disk_id.text, id.text) && !strncmp(vi.disk_id.text, "devnum-", 7) &&
+	    !(disk->ops && disk->ops->identify)) {
+		/* recorded by its number before the dm, md and loop identities
+		 * were read: the same number is the same disk, as it was then;
+		 * its stable identity is recorded from now on */
+		struct pmc_disk_id old;
+
+		if (id_get(disk->fd, disk->size, 1, &old, err) == 0 &&
+		    !strcmp(old.text, vi.disk_id.text) && strncmp(id.text, "devnum-", 7)) {
+			rc = pmc_cache_volume_set_id(c, vol, &id, 0, 0, err);
+			if (rc == 0)
+				pmc_log(LOG_NOTICE,
+					"volume %s: disk %s was recorded by its device number %s; "
+					"recorded its stable identity %s",
+					name, disk->path, vi.disk_id.text + 7, id.text);
+			return rc;
+		}
+	}
 	if (strcmp(vi.disk_id.text, id.text))
 		return pmc_err_set(err, EXDEV,
 				   "volume %s: wrong disk: the cache recorded %s, %s is %s; "

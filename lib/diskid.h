@@ -8,8 +8,14 @@
  *   nvme.sn-<serial>-ns<nsid>  ... else its controller's serial + namespace id
  *   wwid-<wwid>                another block device with a WWID (sysfs)
  *   serial-<serial>            ... else with a serial (sysfs)
+ *   dm-uuid-<uuid>             ... else a device-mapper device's UUID (LVM)
+ *   md-uuid-<uuid>             ... else an md array's UUID
+ *   loop-<backing file>        ... else a loop device's backing file
  *   devnum-<maj>:<min>         ... else its device number (not stable: a
- *                              warning is logged when it is recorded)
+ *                              warning is logged when it is recorded; a
+ *                              volume recorded so by an older pmcached
+ *                              takes the device's identity above at the
+ *                              next attach of the same number)
  *   file-<st_dev hex>:<st_ino> a regular file
  * A partition adds "-p<N>". Whitespace runs become "_"; a text longer than
  * PMC_DISK_ID_MAX keeps its head and ends in "~" and a 64-bit hash of the

@@ -25,72 +25,37 @@
 #include <unistd.h>
 
 #include "disk.h"
+#include "loopdev.h"
 #include "ring.h"
 #include "t.h"
 
 #define LOOP_BYTES (8u << 20)
 
 struct loopdev {
-	char file[64];
-	char dev[32];
+	struct t_loop l;
 	char wc[128]; /* its queue/write_cache */
-	int fd;
 };
 
 static struct pmc_err err;
 static struct loopdev g_loop[2];
-static int g_nloops;
 
 /* a loop device over a new file; 0, or -1 when loop devices are not to be had */
-static int loop_make(struct loopdev *l, unsigned i)
+static int loop_make(struct loopdev *d, unsigned i)
 {
-	int ctl, n, bfd;
 	struct stat st;
 
-	l->fd = -1;
-	snprintf(l->file, sizeof(l->file), "/dev/shm/pmc-test-wc-%d-%u", (int)getpid(), i);
-	bfd = open(l->file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	T_TRUE(bfd >= 0);
-	T_EQ(ftruncate(bfd, LOOP_BYTES), 0);
-	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-	/* another process may take the free device first: try again */
-	for (int tries = 0; tries < 8; tries++) {
-		n = ctl < 0 ? -1 : ioctl(ctl, LOOP_CTL_GET_FREE);
-		if (n < 0)
-			break;
-		snprintf(l->dev, sizeof(l->dev), "/dev/loop%d", n);
-		l->fd = open(l->dev, O_RDWR | O_CLOEXEC);
-		if (l->fd >= 0 && ioctl(l->fd, LOOP_SET_FD, bfd) == 0)
-			break;
-		if (l->fd >= 0)
-			close(l->fd);
-		l->fd = -1;
-		if (errno != EBUSY)
-			break;
-	}
-	if (ctl >= 0)
-		close(ctl);
-	if (l->fd < 0) {
-		close(bfd);
-		unlink(l->file);
+	if (t_loop_make(&d->l, "wc", i, LOOP_BYTES))
 		return -1;
-	}
-	close(bfd);
-	T_EQ(fstat(l->fd, &st), 0);
-	snprintf(l->wc, sizeof(l->wc), "/sys/dev/block/%u:%u/queue/write_cache",
+	T_EQ(fstat(d->l.fd, &st), 0);
+	snprintf(d->wc, sizeof(d->wc), "/sys/dev/block/%u:%u/queue/write_cache",
 		 major(st.st_rdev), minor(st.st_rdev));
-	g_nloops++;
 	return 0;
 }
 
 static void loops_free(void)
 {
-	for (int i = 0; i < g_nloops; i++) {
-		ioctl(g_loop[i].fd, LOOP_CLR_FD, 0);
-		close(g_loop[i].fd);
-		unlink(g_loop[i].file);
-	}
-	g_nloops = 0;
+	t_loop_free(&g_loop[0].l);
+	t_loop_free(&g_loop[1].l);
 }
 
 static void set_wc(struct loopdev *l, const char *mode)
@@ -144,6 +109,7 @@ int main(void)
 		printf("skip: loop devices need root\n");
 		return 77;
 	}
+	g_loop[0].l.fd = g_loop[1].l.fd = -1;
 	if (loop_make(&g_loop[0], 0) || loop_make(&g_loop[1], 1)) {
 		loops_free();
 		printf("skip: no loop device to be had\n");
@@ -151,7 +117,7 @@ int main(void)
 	}
 	atexit(loops_free);
 	T_OK(pmc_ring_create(8, NULL, &r, &err));
-	T_OK(pmc_disk_open(g_loop[0].dev, 0, &d, &err));
+	T_OK(pmc_disk_open(g_loop[0].l.dev, 0, &d, &err));
 
 	set_wc(&g_loop[0], "write back");
 	T_EQ(pmc_disk_write_through(d), 0);
@@ -173,13 +139,13 @@ int main(void)
 	/* a path switch puts another device on the fd: its mode counts */
 	set_wc(&g_loop[0], "write through");
 	set_wc(&g_loop[1], "write back");
-	T_TRUE(dup2(g_loop[1].fd, d->fd) == d->fd);
+	T_TRUE(dup2(g_loop[1].l.fd, d->fd) == d->fd);
 	T_EQ(pmc_disk_write_through(d), 0);
 	T_EQ(one_sync(r, d, &res), 1);
 	set_wc(&g_loop[1], "write through");
 	T_EQ(one_sync(r, d, &res), 0);
 	printf("ok: with %s dup2()'ed onto the fd its mode is followed, not %s's\n",
-	       g_loop[1].dev, g_loop[0].dev);
+	       g_loop[1].l.dev, g_loop[0].l.dev);
 	pmc_disk_close(d);
 
 	/* a file syncs whatever a write cache file would say */

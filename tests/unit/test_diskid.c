@@ -7,16 +7,21 @@
  *    discarded; it drops clean blocks too (never served as the new disk's);
  *  - a 1.0 cache opens read-only as 1.0, is converted by a read-write open
  *    (also after a conversion cut short), and records the identity at the
- *    first attach; a torn identity record refuses the attach.
+ *    first attach; a torn identity record refuses the attach;
+ *  - a loop device is identified by its backing file, and a volume that an
+ *    older pmcached recorded by the device number moves to that identity.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "cache_internal.h"
 #include "diskid.h"
+#include "loopdev.h"
 #include "engine.h"
 #include "t.h"
 
@@ -324,6 +329,63 @@ static void test_torn(void)
 	printf("ok: torn identity record refused, replaced on request\n");
 }
 
+/*
+ * A loop device is identified by its backing file (device-mapper and md
+ * devices likewise by their UUIDs), not by its device number, which can
+ * change at a reboot. A volume recorded by the number (before those
+ * identities were read) attaches to the device of that number, and its
+ * stable identity is recorded then, its blocks kept; another number is
+ * refused.
+ */
+static void test_loop_id(void)
+{
+	struct pmc_volume_info vi;
+	struct pmc_disk_id id, old;
+	struct t_loop l = {.fd = -1};
+	struct stat st;
+	struct rig r;
+	char *buf = aligned_alloc(BS, BS);
+	uint32_t vol;
+
+	if (geteuid() != 0 || t_loop_make(&l, "diskid", 0, DISK_BYTES)) {
+		printf("skip: no loop device to be had: the loop identity is not checked\n");
+		free(buf);
+		return;
+	}
+	id_of(l.dev, &id);
+	if (strncmp(id.text, "loop-", 5) || !strstr(id.text, "pmc-test-diskid"))
+		T_FAIL("loop device %s: identity %s, not its backing file %s", l.dev, id.text,
+		       l.file);
+	up(&r, 0);
+	T_OK(attach(&r, l.dev, 0, &vol));
+	memset(buf, 0x11, BS);
+	T_EQ(run(r.q, PMC_REQ_WRITE, vol, 0, BS, buf), 0); /* dirty, kept throughout */
+	down(&r, 0);
+	/* the record an older pmcached made: the device number */
+	T_EQ(fstat(l.fd, &st), 0);
+	memset(&old, 0, sizeof(old));
+	snprintf(old.text, sizeof(old.text), "devnum-%u:%u", major(st.st_rdev),
+		 minor(st.st_rdev) + 1);
+	old.disk_bytes = DISK_BYTES;
+	up(&r, 0);
+	T_OK(pmc_cache_volume_set_id(r.c, vol, &old, 0, 0, &err));
+	T_ERR(attach(&r, l.dev, 0, &vol), EXDEV, "wrong disk"); /* another number */
+	snprintf(old.text, sizeof(old.text), "devnum-%u:%u", major(st.st_rdev),
+		 minor(st.st_rdev));
+	T_OK(pmc_cache_volume_set_id(r.c, vol, &old, 0, 0, &err));
+	T_OK(attach(&r, l.dev, 0, &vol)); /* its number: the same disk */
+	T_OK(pmc_cache_volume_info(r.c, vol, &vi));
+	T_TRUE(!strcmp(vi.disk_id.text, id.text));
+	T_EQ(vi.nr_dirty, 1);
+	memset(buf, 0, BS);
+	T_EQ(run(r.q, PMC_REQ_READ, vol, 0, BS, buf), 0);
+	T_EQ((unsigned char)buf[0], 0x11);
+	down(&r, 0);
+	t_loop_free(&l);
+	free(buf);
+	printf("ok: a loop device by its backing file; a record by number upgraded\n");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -347,6 +409,10 @@ int main(void)
 	test_torn();
 	test_v10(0);
 	test_v10(1);
+	T_OK(pmc_pmem_open(pmem, 0, &pm, &err));
+	T_OK(pmc_cache_format(pm, NULL, &err));
+	pmc_pmem_close(pm);
+	test_loop_id();
 	unlink(pmem);
 	unlink(disk_a);
 	unlink(disk_b);
