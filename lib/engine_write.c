@@ -216,6 +216,21 @@ static int write_cached(struct pmc_req_ctx *x, int through)
 		x->cursor = x->n;
 		return 0;
 	}
+	if (!through) {
+		/* the mode again, now that the reference is held: a switch away
+		 * from write-back finishes (wb_finish_drains: mode, then
+		 * draining 0) only while no reference is, so either it sees
+		 * ours and waits, or this sees it (draining first, then mode,
+		 * the reverse of its stores) and makes no dirty data */
+		struct pmc_evol *v = &x->q->e->vols[vol];
+
+		if (atomic_load(&v->draining) || atomic_load(&v->mode) != PMC_MODE_WRITE_BACK) {
+			queue_end_dirty(x->q, vol);
+			write_around(x, x->cursor, x->n, 1);
+			x->cursor = x->n;
+			return 0;
+		}
+	}
 	rc = write_cached_marked(x, through);
 	if (x->pub_listed && !x->pub_ref)
 		x->pub_ref = 1; /* ends when its blocks are published */
