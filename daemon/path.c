@@ -116,10 +116,20 @@ close:
 	return rc;
 }
 
+/* slot v still holds the volume check_volume() copied (conf, disk) before
+ * an unlocked stretch: a remove and an add may have put another volume
+ * in it since; d->lock held */
+static int same_volume(const struct pmcd_volume *v, const struct pmc_config_volume *conf,
+		       const struct pmc_disk *disk)
+{
+	return v->used && v->disk == disk && !strcmp(v->conf.name, conf->name);
+}
+
 static void check_volume(struct pmcd *d, unsigned i, int kicked)
 {
 	struct pmcd_volume *v = &d->vols[i];
 	struct pmc_config_volume conf;
+	const struct pmc_disk *disk;
 	struct pmc_nvmf_path p;
 	struct pmc_err err = {0};
 	uint64_t now = mono_ns();
@@ -131,6 +141,7 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 		return;
 	}
 	conf = v->conf;
+	disk = v->disk;
 	pthread_mutex_unlock(&d->lock);
 
 	rc = pmc_nvmf_find(&conf.nvmf, &p, &err);
@@ -138,7 +149,7 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 		int attempt;
 
 		pthread_mutex_lock(&d->lock);
-		if (!v->used) {
+		if (!same_volume(v, &conf, disk)) {
 			pthread_mutex_unlock(&d->lock);
 			return;
 		}
@@ -158,7 +169,7 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 			return;
 		rc = pmc_nvmf_connect(&conf.nvmf, conf.name, PATH_CONNECT_WAIT_MS, &p, &err);
 		pthread_mutex_lock(&d->lock);
-		if (!v->used) {
+		if (!same_volume(v, &conf, disk)) {
 			pthread_mutex_unlock(&d->lock);
 			return;
 		}
@@ -185,7 +196,7 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 
 	live = !strcmp(p.state, "live");
 	pthread_mutex_lock(&d->lock);
-	if (!v->used) {
+	if (!same_volume(v, &conf, disk)) {
 		pthread_mutex_unlock(&d->lock);
 		return;
 	}
