@@ -746,10 +746,12 @@ static int parse_str(const struct pmc_config_key *k, const struct pmc_config_val
 		for (size_t i = 0; i < len; i++) {
 			unsigned char ch = (unsigned char)v->s[i];
 
-			if (ch <= 0x20 || ch >= 0x7f)
+			/* no comma: these go to the kernel's nvme-fabrics options,
+			 * which a comma separates (it would add options) */
+			if (ch <= 0x20 || ch >= 0x7f || ch == ',')
 				return pmc_err_set(err, EINVAL,
 						   "%s: has byte 0x%02x: printable ASCII without "
-						   "blanks only",
+						   "blanks or commas only",
 						   where, ch);
 		}
 		break;
@@ -2054,7 +2056,7 @@ int pmc_config_key_describe(const struct pmc_config_key *k, char *buf, size_t le
 	case PMC_CONFIG_T_GROUP:
 		return n + snprintf(buf, len, "a group name, or \"\"%s", rt);
 	case PMC_CONFIG_T_TEXT:
-		return n + snprintf(buf, len, "printable ASCII, at most %" PRId64 " bytes%s",
+		return n + snprintf(buf, len, "printable ASCII but \",\", at most %" PRId64 " bytes%s",
 				    k->max, rt);
 	case PMC_CONFIG_T_WORD:
 		words_fmt(k->words, all, sizeof(all));

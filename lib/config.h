@@ -132,7 +132,7 @@ enum pmc_config_type {
 	PMC_CONFIG_T_INT,   /* integer in min..max; stored in size bytes (signed if min < 0) */
 	PMC_CONFIG_T_SIZE,  /* bytes, integer or "512K"; min..max, multiple of align */
 	PMC_CONFIG_T_LIST,  /* the list of volume groups, min..max of them */
-	PMC_CONFIG_T_TEXT,  /* printable ASCII without blanks, at most max bytes; char[size] */
+	PMC_CONFIG_T_TEXT,  /* printable ASCII without blanks or commas, at most max bytes; char[size] */
 };
 
 enum pmc_config_scope {

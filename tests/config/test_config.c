@@ -933,6 +933,9 @@ static void test_nvmf(void)
 	    "volume \"net\" disk.trsvcid: \"99999\" is not a port");
 	BAD(NVMF_VOL("host_traddr = \"10.0.0.1 \";"), EINVAL,
 	    "disk.host_traddr (volume \"net\"): has byte 0x20");
+	/* a comma would add an option to the kernel's nvme-fabrics string */
+	BAD(NVMF_VOL("host_iface = \"eth0,ctrl_loss_tmo=-1\";"), EINVAL,
+	    "disk.host_iface (volume \"net\"): has byte 0x2c");
 	BAD(NVMF_VOL("dhchap_key = \"secret\";"), EINVAL,
 	    "volume \"net\" disk.dhchap_key: not a DH-HMAC-CHAP secret (DHHC-1:...)");
 	BAD(NVMF_VOL("dhchap_ctrl_key = \"DHHC-1:00:x:\";"), EINVAL,
