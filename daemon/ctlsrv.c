@@ -563,6 +563,28 @@ static int disk_allowed(const char *patterns, const char *path)
  * control.allowed_disks; that name replaces the caller's in the request,
  * and pmc_disk_open opens it O_EXCL. 0, or an error reply sent.
  */
+/* real (a kernel device name) is one of the devices this daemon serves:
+ * why says so (a volume on another's device would send its I/O back into
+ * this daemon) */
+static void own_device(struct pmcd *d, const char *real, char *why, size_t len)
+{
+	char dev[32];
+
+	pthread_mutex_lock(&d->lock);
+	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++) {
+		const struct pmcd_volume *v = &d->vols[i];
+
+		if (!v->used || !v->dev)
+			continue;
+		snprintf(dev, sizeof(dev), "/dev/ublkb%u", v->dev->dev_id);
+		if (!strcmp(dev, real)) {
+			snprintf(why, len, "%s is volume %s of this daemon", real, v->conf.name);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
 static int check_disk(struct conn *c, struct pmc_ctl_req *r)
 {
 	const char *allowed = c->srv->d->conf.control_allowed_disks;
@@ -590,6 +612,8 @@ static int check_disk(struct conn *c, struct pmc_ctl_req *r)
 			snprintf(why, sizeof(why), "not a device node under /dev");
 		else if (!disk_allowed(allowed, real))
 			snprintf(why, sizeof(why), "%s is not in control.allowed_disks", real);
+		else
+			own_device(c->srv->d, real, why, sizeof(why));
 	}
 	if (fd >= 0)
 		close(fd);

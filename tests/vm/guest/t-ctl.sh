@@ -166,6 +166,10 @@ pmcachectl -s "$SOCK" volume add vol9 "$D1" ublk_id=0 >$OUT 2>$OUT.err &&
 	ok "volume add on a ublk id in use refused: $(cat $OUT.err)"
 ctl 0 "volume list after the refused add" volume list
 grep -q vol9 $OUT && bad "vol9 listed after its add was refused" || ok "vol9 not listed"
+# a device this daemon serves is no backing disk (its I/O would come back)
+ctl 1 "volume add on vol0's own device" volume add vol8 /dev/ublkb0 &&
+	{ grep -q "is volume vol0 of this daemon" $OUT.err && ok "the refusal names vol0" ||
+		bad "the refusal does not name vol0: $(cat $OUT.err)"; }
 ctl 0 "volume add" volume add vol1 "$D1" mode=write-around ublk_id=1 && cat $OUT
 has "/dev/ublkb1" "volume add: device printed"
 ctl 0 "volume list after add" volume list && has "vol1 *write-around" "vol1 back, write-around"
