@@ -195,6 +195,20 @@ static int check_edited(const char *path, const struct pmc_config *c, struct pmc
 	return 0;
 }
 
+/* the control socket's groups exist: checked before anything is served
+ * or taken over (and by --check-config), not when the socket is made */
+static int check_groups(const char *path, const struct pmc_config *c, struct pmc_err *err)
+{
+	const char *names[2][2] = {{"control.group", c->control_group},
+				   {"control.admin_group", c->control_admin_group}};
+
+	for (int i = 0; i < 2; i++)
+		if (names[i][1][0] && !getgrnam(names[i][1]))
+			return pmc_err_set(err, ENOENT, "%s: %s: no group named %s", path,
+					   names[i][0], names[i][1]);
+	return 0;
+}
+
 static int ublk_id_for(const struct pmc_config_volume *vc, uint32_t slot)
 {
 	return vc->ublk_id >= 0 ? vc->ublk_id : (int)slot;
@@ -928,6 +942,8 @@ int main(int argc, char **argv)
 	rc = pmc_config_load(conf, &d->conf, &err);
 	if (!rc)
 		rc = check_edited(conf, &d->conf, &err);
+	if (!rc)
+		rc = check_groups(conf, &d->conf, &err);
 	if (rc) {
 		fprintf(stderr, "pmcached: %s\n", err.msg);
 		return 1;

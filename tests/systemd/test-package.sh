@@ -37,6 +37,13 @@ sed -i "s|nqn.2014-08.org.example:CHANGE-ME|nqn.2014-08.org.example:disk1|" "$tm
 out=$("$pmcached" --check-config -c "$tmp/edited.conf" 2>&1)
 rc=$?
 [ $rc -eq 0 ] && echo "ok: once the disks are named: $out" || bad "edited config refused: exit $rc: $out"
+# a control group that does not exist: refused before anything is served
+sed 's|^\([[:space:]]*\)admin_group = "";|\1admin_group = "pmc-no-such-group";|' "$tmp/edited.conf" >"$tmp/group.conf"
+out=$("$pmcached" --check-config -c "$tmp/group.conf" 2>&1)
+rc=$?
+want="pmcached: $tmp/group.conf: control.admin_group: no group named pmc-no-such-group"
+[ $rc -ne 0 ] && [ "$out" = "$want" ] && echo "ok: a missing control group is refused: $out" ||
+	bad "missing control.admin_group: exit $rc: $out (want \"$want\")"
 
 # postinst with every command it may run replaced by a recorder
 mkdir -p "$tmp/bin"
