@@ -176,6 +176,18 @@ static void expect_no_clean(uint64_t lba, const char *what)
 		       et_version(pmc_cache_block_data(g_t.c, blk), TAG, lba));
 }
 
+/* block lba, written with version lba and not known durable: a read
+ * miss of it caches no CLEAN copy; the next flush makes it durable */
+static void expect_unsynced_miss(uint64_t lba, const char *what, const char *after_flush)
+{
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, lba, 1, g_buf, 0), 0);
+	T_EQ(et_version(g_buf, TAG, lba), lba);
+	expect_no_clean(lba, what);
+	expect_clean_agrees(ET_LAND_NONE, what);
+	T_EQ(flush(), 0);
+	expect_durable(lba, lba, after_flush);
+}
+
 static void sc_flush_gen(void)
 {
 	struct et_req w, f1, f2;
@@ -307,13 +319,9 @@ static void sc_attach_unsynced(void)
 	T_EQ(write_ver(5, 5, 0), 0); /* acknowledged, never flushed */
 	process_crash();
 	open_engine();
-	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 5, 1, g_buf, 0), 0);
-	T_EQ(et_version(g_buf, TAG, 5), 5);
-	expect_no_clean(5, "a read miss after an unclean stop, before any sync");
-	expect_clean_agrees(ET_LAND_NONE, "a read miss after an unclean stop, before any sync");
 	/* the first flush of the new process covers the old one's writes */
-	T_EQ(flush(), 0);
-	expect_durable(5, 5, "a flush after an unclean stop");
+	expect_unsynced_miss(5, "a read miss after an unclean stop, before any sync",
+			     "a flush after an unclean stop");
 	teardown();
 	printf("ok: attach_unsynced\n");
 }
@@ -348,12 +356,8 @@ static void sc_detach_unsynced(void)
 	et_vdisk_fail_next(g_d, PMC_IO_FSYNC, EIO);
 	T_OK(pmc_engine_detach(g_t.e, g_v.vol, 0, &err));
 	et_attach(&g_t, &g_v, &g_vc, &et_vdisk_ops, g_d);
-	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 6, 1, g_buf, 0), 0);
-	T_EQ(et_version(g_buf, TAG, 6), 6);
-	expect_no_clean(6, "a read miss after a detach whose sync failed");
-	expect_clean_agrees(ET_LAND_NONE, "a read miss after a detach whose sync failed");
-	T_EQ(flush(), 0);
-	expect_durable(6, 6, "the first flush after a detach whose sync failed");
+	expect_unsynced_miss(6, "a read miss after a detach whose sync failed",
+			     "the first flush after a detach whose sync failed");
 	teardown();
 	printf("ok: detach_unsynced\n");
 }

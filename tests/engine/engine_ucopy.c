@@ -32,6 +32,7 @@
 #include "cache_internal.h" /* PMC_BATCH_MAX */
 #include "etest.h"
 #include "t.h"
+#include "tcache.h"
 
 #define VOL_BLOCKS 1024u
 #define N 16u
@@ -46,18 +47,7 @@ static int g_snapping;	 /* each completion takes a snapshot */
 /* the pmem file as it is now (the mapping is shared: its stores are in it) */
 static void snapshot(void)
 {
-	int in = open(g_t.pmem_path, O_RDONLY),
-	    out = open(g_snap, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-	char *b = et_alloc(1 << 20);
-	ssize_t n;
-
-	T_TRUE(in >= 0 && out >= 0);
-	while ((n = read(in, b, 1 << 20)) > 0)
-		T_EQ(write(out, b, (size_t)n), n);
-	T_EQ(n, 0);
-	free(b);
-	close(in);
-	close(out);
+	t_file_copy(g_t.pmem_path, g_snap);
 }
 
 static void req_cb(struct pmc_req *req, int res)

@@ -26,6 +26,7 @@
 #include "check.h"
 #include "pmem.h"
 #include "t.h"
+#include "tcache.h"
 
 #define BS 4096
 
@@ -61,18 +62,8 @@ static char g_path[256], g_snap[256];
 /* the crash: the pmem as it is now, copied (the mapping is shared) */
 static void snapshot(struct pmc_cache *c)
 {
-	int in = open(g_path, O_RDONLY), out = open(g_snap, O_CREAT | O_WRONLY | O_TRUNC, 0600);
-	char *b = malloc(1 << 20);
-	ssize_t n;
-
 	(void)c;
-	T_TRUE(in >= 0 && out >= 0 && b);
-	while ((n = read(in, b, 1 << 20)) > 0)
-		T_EQ(write(out, b, (size_t)n), n);
-	T_EQ(n, 0);
-	free(b);
-	close(in);
-	close(out);
+	t_file_copy(g_path, g_snap);
 }
 
 int main(void)
@@ -89,11 +80,7 @@ int main(void)
 
 	snprintf(g_path, sizeof(g_path), "%s/pmc-bb-%d.pmem", tmp, getpid());
 	snprintf(g_snap, sizeof(g_snap), "%s/pmc-bb-%d.snap", tmp, getpid());
-	unlink(g_path);
-	T_OK(pmc_pmem_open(g_path, (2u << 20) + 64 * BS, &pm, &err));
-	T_OK(pmc_cache_format(pm, NULL, &err));
-	T_OK(pmc_cache_open(pm, 0, &c, &err));
-	T_OK(pmc_cache_volume_add(c, "v", "/dev/x", 1ull << 30, &v, &err));
+	t_cache_new(g_path, 64, &pm, &c, &v);
 	memset(buf, 5, BS);
 	T_OK(pmc_cache_write(c, v, 0, 1, buf, &err));
 	T_OK(pmc_cache_write(c, v, 1, 1, buf, &err));

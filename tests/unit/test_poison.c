@@ -22,6 +22,7 @@
 #include "engine.h"
 #include "poison.h"
 #include "t.h"
+#include "tcache.h"
 
 #define BS 4096
 #define NCUT 12u /* blocks cut off the end of the data area */
@@ -71,11 +72,7 @@ static void stale_poison(void)
 	uint32_t v;
 
 	snprintf(path, sizeof(path), "%s/pmc-stale-poison-%d.pmem", tmp, getpid());
-	unlink(path);
-	T_OK(pmc_pmem_open(path, (2u << 20) + 64 * BS, &pm, &err));
-	T_OK(pmc_cache_format(pm, NULL, &err));
-	T_OK(pmc_cache_open(pm, 0, &c, &err));
-	T_OK(pmc_cache_volume_add(c, "v", "/dev/x", 1ull << 30, &v, &err));
+	t_cache_new(path, 64, &pm, &c, &v);
 	pmc_cache_get_info(c, &ci);
 	memset(buf, 1, BS);
 	T_OK(pmc_cache_write(c, v, 0, 1, buf, &err));
@@ -123,11 +120,7 @@ static void lost_orphan(void)
 	uint32_t v;
 
 	snprintf(path, sizeof(path), "%s/pmc-lost-orphan-%d.pmem", tmp, getpid());
-	unlink(path);
-	T_OK(pmc_pmem_open(path, (2u << 20) + 64 * BS, &pm, &err));
-	T_OK(pmc_cache_format(pm, NULL, &err));
-	T_OK(pmc_cache_open(pm, 0, &c, &err));
-	T_OK(pmc_cache_volume_add(c, "v", "/dev/x", 1ull << 30, &v, &err));
+	t_cache_new(path, 64, &pm, &c, &v);
 	memset(buf, 7, BS);
 	T_OK(pmc_cache_write(c, v, 3, 1, buf, &err));
 	T_OK(pmc_cache_lookup_pin(c, v, 3, &x, &st));
