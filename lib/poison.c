@@ -32,9 +32,14 @@ static __thread const char *armed_lo, *armed_hi;
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
-	const char *a = si->si_addr;
+	uintptr_t a = (uintptr_t)si->si_addr, lo = (uintptr_t)armed_lo;
 
-	if (armed && a >= armed_lo && a < armed_hi) {
+	/* a machine check reports the start of the poisoned page (of
+	 * 2^si_addr_lsb bytes), which may lie before the copy's first byte */
+	if ((si->si_code == BUS_MCEERR_AR || si->si_code == BUS_MCEERR_AO) &&
+	    si->si_addr_lsb > 0 && si->si_addr_lsb < 64)
+		lo &= ~(((uintptr_t)1 << si->si_addr_lsb) - 1);
+	if (armed && a >= lo && a < (uintptr_t)armed_hi) {
 		sigjmp_buf *jb = armed;
 
 		armed = NULL;
@@ -70,8 +75,8 @@ int pmc_poison_init(void)
 	return init_rc;
 }
 
-/* plain byte loops: the compiler must not hoist the loads out of the
- * armed window, and a sanitizer's memcpy interceptor is not re-entered */
+/* the copy of an armed window: a call the compiler cannot move out of it
+ * (between the signal fences) */
 static void copy_bytes(void *dst, const void *src, size_t len)
 {
 	memcpy(dst, src, len);
@@ -215,12 +220,19 @@ int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err)
 	struct pmem2_badblock_context *ctx = NULL;
 	struct pmem2_badblock bb;
 	uint64_t data_off = c->sb.data_off, n = 0;
+	int rc;
 
 	if (!c->pm->src || c->rdonly)
 		return 0;
-	if (pmem2_badblock_context_new(&ctx, c->pm->src) != 0)
-		return 0; /* this device lists none (a file on a plain file system) */
-	while (pmem2_badblock_next(ctx, &bb) == 0) {
+	/* a file on any file system lists its bad blocks (none, mostly): a
+	 * failure here is the device's bad-block list that cannot be read */
+	rc = pmem2_badblock_context_new(&ctx, c->pm->src);
+	if (rc) {
+		pmc_log(LOG_WARNING, "pmem %s: its bad blocks cannot be read (%s): not checked",
+			c->pm->path, pmem2_errormsg());
+		return 0;
+	}
+	while ((rc = pmem2_badblock_next(ctx, &bb)) == 0) {
 		uint64_t first, end;
 
 		if (bb.offset < data_off) {
@@ -235,6 +247,10 @@ int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err)
 		for (uint64_t blk = first; blk < end && blk < c->nr_blocks; blk++, n++)
 			bad_block(c, blk);
 	}
+	if (rc != PMEM2_E_NO_BAD_BLOCK_FOUND)
+		pmc_log(LOG_WARNING, "pmem %s: its bad-block list could not be read to its end "
+			"(%s): the rest not checked",
+			c->pm->path, pmem2_errormsg());
 	pmem2_badblock_context_delete(&ctx);
 	if (n)
 		pmc_log(LOG_WARNING, "pmem %s: %" PRIu64 " cache blocks in bad ranges quarantined",
