@@ -1231,6 +1231,7 @@ int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 	const char *path = d->conf.control_socket;
 	char dir[sizeof(sa.sun_path)], *slash;
 	struct stat st;
+	mode_t mask;
 	int rc;
 
 	if (!s)
@@ -1269,9 +1270,14 @@ int pmcd_ctlsrv_start(struct pmcd *d, struct pmc_err *err)
 	}
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    chmod(path, 0660) || ((s->has_gid || s->has_admin_gid) &&
-				  chown(path, 0, s->has_gid ? s->gid : s->admin_gid)) ||
+	/* the mode from the umask at bind, the group on the node itself: no
+	 * change by path that a symlink put there meanwhile could redirect */
+	mask = umask(0117);
+	rc = s->fd < 0 ? -1 : bind(s->fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(mask);
+	if (rc || ((s->has_gid || s->has_admin_gid) &&
+		   fchownat(AT_FDCWD, path, 0, s->has_gid ? s->gid : s->admin_gid,
+			    AT_SYMLINK_NOFOLLOW)) ||
 	    listen(s->fd, 64)) {
 		int e = errno;
 
