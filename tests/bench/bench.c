@@ -230,3 +230,19 @@ int main(int argc, char **argv)
 	usage(stderr);
 	return 2;
 }
+
+int bench_pmem_open(const char *path, uint64_t size, struct pmc_pmem **pm, struct pmc_err *err)
+{
+	int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return pmc_err_set(err, errno, "pmem %s: %s", path, strerror(errno));
+	if (ftruncate(fd, (off_t)size)) {
+		int e = errno;
+
+		close(fd);
+		return pmc_err_set(err, e, "pmem %s: cannot size it: %s", path, strerror(e));
+	}
+	close(fd);
+	return pmc_pmem_open(path, 0, pm, err);
+}

@@ -177,7 +177,7 @@ static int child_fill(const struct core_opts *o, uint64_t size, struct core_resu
 		return fail(r, ENOMEM, "fill buffer", NULL);
 	memset(buf, 0xa5, CORE_BATCH * bs);
 
-	rc = pmc_pmem_open(g_path, size, &pm, &err);
+	rc = bench_pmem_open(g_path, size, &pm, &err);
 	if (rc)
 		return fail(r, -rc, "pmc_pmem_open", &err);
 	rc = pmc_cache_format(pm, &fo, &err);

@@ -290,7 +290,7 @@ static int env_open(struct eng_env *v, uint64_t size, uint64_t vol_bytes, unsign
 	int fd, rc;
 
 	memset(v, 0, sizeof(*v));
-	rc = pmc_pmem_open(g_pmem, size, &v->pm, &err);
+	rc = bench_pmem_open(g_pmem, size, &v->pm, &err);
 	if (!rc)
 		rc = pmc_cache_format(v->pm, NULL, &err);
 	if (!rc)
