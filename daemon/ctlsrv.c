@@ -10,7 +10,9 @@
  * what it is).
  *
  * Bounds (a root daemon serving any member of a group): at most MAX_CONNS
- * connections, the last ROOT_SLOTS of them kept for root; a full server
+ * connections, the last ADMIN_SLOTS of them kept for root and
+ * control.admin_group (readers cannot lock the admins out) and the last
+ * ROOT_SLOTS for root; a full server
  * answers a busy error before closing. Per connection one request line of
  * PMC_CTL_MAX_LINE, unsent output past OUT_SOFT stops the reading of its
  * requests, past OUT_HARD drops the client; a connection with no traffic
@@ -63,6 +65,7 @@
 
 #define MAX_CONNS 64
 #define ROOT_SLOTS 1		      /* of MAX_CONNS, kept for root */
+#define ADMIN_SLOTS 8		      /* ... kept for root and control.admin_group */
 #define OUT_SOFT (256u << 10)	      /* bytes unsent: stop reading requests */
 #define OUT_HARD (OUT_SOFT + PMC_CTL_MAX_REPLY) /* bytes unsent: drop the client */
 #define LINES_PER_RUN 64	      /* requests handled per callback */
@@ -1131,13 +1134,13 @@ static void accept_one(struct ctlsrv *s, int fd)
 		refuse(fd, EACCES, "permission denied: root, control.group or control.admin_group only");
 		return;
 	}
-	if (s->nconns >= MAX_CONNS || (cr.uid != 0 && s->nconns >= MAX_CONNS - ROOT_SLOTS)) {
+	if (s->nconns >= MAX_CONNS - (cr.uid == 0 ? 0 : admin ? ROOT_SLOTS : ADMIN_SLOTS)) {
 		static struct pmc_ratelimit rl;
 
 		snprintf(msg, sizeof(msg),
 			 "daemon busy: %u control connections open (the limit is %u, the last "
-			 "%u for root); try again",
-			 s->nconns, MAX_CONNS, ROOT_SLOTS);
+			 "%u for control.admin_group and root, the last %u for root); try again",
+			 s->nconns, MAX_CONNS, ADMIN_SLOTS, ROOT_SLOTS);
 		pmc_log_ratelimited(&rl, LOG_WARNING, "control: uid %u pid %d refused: %s",
 				    cr.uid, cr.pid, msg);
 		refuse(fd, EBUSY, msg);
