@@ -22,16 +22,8 @@
 #include <nvme/types.h>
 
 #include "diskid.h"
+#include "hash.h"
 #include "log.h"
-
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
 
 void pmc_disk_id_set_text(struct pmc_disk_id *id, const char *text)
 {
@@ -62,7 +54,7 @@ void pmc_disk_id_set_text(struct pmc_disk_id *id, const char *text)
 	}
 	/* head, "~", 16 hex digits of the whole */
 	snprintf(id->text, sizeof(id->text), "%.*s~%016" PRIx64, PMC_DISK_ID_MAX - 17, buf,
-		 fnv1a(buf));
+		 pmc_fnv1a(buf));
 }
 
 static int all_zero(const uint8_t *p, size_t n)

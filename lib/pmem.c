@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "pmem.h"
 
 struct pmc_pmem_fns {
@@ -144,11 +145,8 @@ static int device_id(struct pmc_pmem *pm)
 			memcpy(pm->dev_id, id, n);
 			pm->dev_id[n] = '\0';
 		} else {
-			uint64_t h = 0xcbf29ce484222325ull;
-
-			for (size_t i = 0; i < n; i++)
-				h = (h ^ (unsigned char)id[i]) * 0x100000001b3ull;
-			snprintf(pm->dev_id, sizeof(pm->dev_id), "fnv1a64:%016" PRIx64, h);
+			snprintf(pm->dev_id, sizeof(pm->dev_id), "fnv1a64:%016" PRIx64,
+				 pmc_fnv1a(id));
 		}
 		rc = 0;
 	}
