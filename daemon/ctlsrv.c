@@ -557,15 +557,6 @@ static int disk_allowed(const char *patterns, const char *path)
 	return 0;
 }
 
-/*
- * The disk of a volume-add: opened first (O_PATH: no device is opened for
- * real, a FIFO does not block), then fstat'ed, so the checks are on the
- * object that was found, not on a name that may change after. It must be
- * a block device whose own name (the kernel's, through the descriptor) is
- * under /dev, which only root can change, and matches
- * control.allowed_disks; that name replaces the caller's in the request,
- * and pmc_disk_open opens it O_EXCL. 0, or an error reply sent.
- */
 /* real (a kernel device name) is one of the devices this daemon serves:
  * why says so (a volume on another's device would send its I/O back into
  * this daemon) */
@@ -588,6 +579,16 @@ static void own_device(struct pmcd *d, const char *real, char *why, size_t len)
 	pthread_mutex_unlock(&d->lock);
 }
 
+/*
+ * The disk of a volume-add: opened first (O_PATH: no device is opened for
+ * real, a FIFO does not block), then fstat'ed, so the checks are on the
+ * object that was found, not on a name that may change after. It must be
+ * a block device whose own name (the kernel's, through the descriptor) is
+ * under /dev, which only root can change, and matches
+ * control.allowed_disks, and not be one of this daemon's own devices;
+ * that name replaces the caller's in the request, and pmc_disk_open opens
+ * it O_EXCL. 0, or an error reply sent.
+ */
 static int check_disk(struct conn *c, struct pmc_ctl_req *r)
 {
 	const char *allowed = c->srv->d->conf.control_allowed_disks;
@@ -1211,6 +1212,15 @@ static int group_gid(const char *key, const char *name, gid_t *gid, int *has, st
 	*gid = g->gr_gid;
 	*has = 1;
 	return 0;
+}
+
+int pmcd_ctlsrv_check_groups(const struct pmc_config *c, struct pmc_err *err)
+{
+	gid_t gid;
+	int has, rc = group_gid("control.group", c->control_group, &gid, &has, err);
+
+	return rc ? rc
+		  : group_gid("control.admin_group", c->control_admin_group, &gid, &has, err);
 }
 
 /* does a process accept connections on the socket at path? */

@@ -199,14 +199,10 @@ static int check_edited(const char *path, const struct pmc_config *c, struct pmc
  * or taken over (and by --check-config), not when the socket is made */
 static int check_groups(const char *path, const struct pmc_config *c, struct pmc_err *err)
 {
-	const char *names[2][2] = {{"control.group", c->control_group},
-				   {"control.admin_group", c->control_admin_group}};
+	struct pmc_err gerr = {0};
+	int rc = pmcd_ctlsrv_check_groups(c, &gerr);
 
-	for (int i = 0; i < 2; i++)
-		if (names[i][1][0] && !getgrnam(names[i][1]))
-			return pmc_err_set(err, ENOENT, "%s: %s: no group named %s", path,
-					   names[i][0], names[i][1]);
-	return 0;
+	return rc ? pmc_err_set(err, gerr.code, "%s: %s", path, gerr.msg) : 0;
 }
 
 static int ublk_id_for(const struct pmc_config_volume *vc, uint32_t slot)
