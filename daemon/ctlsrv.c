@@ -1067,34 +1067,38 @@ static void on_idle(struct ev_loop *loop, ev_timer *w, int revents)
 /* --- accepting --- */
 
 /*
- * Is gid the peer's primary group or one of its supplementary groups, as
- * they were when it connected? SO_PEERGROUPS (Linux 4.13) reads them off
- * the socket: no look at /proc, whose pid may be another process by now,
- * and no line to cut (a fixed buffer of /proc's "Groups:" line split a
- * long list, and could read half of a number as a group).
+ * The peer's supplementary groups as they were when it connected, read
+ * off the socket (SO_PEERGROUPS, Linux 4.13): no look at /proc, whose pid
+ * may be another process by now, and no line to cut (a fixed buffer of
+ * /proc's "Groups:" line split a long list, and could read half of a
+ * number as a group). Into small when they fit, else malloc'ed; their
+ * number, 0 when none or unreadable.
  */
-static int peer_in_group(int fd, const struct ucred *cr, gid_t gid)
+static size_t peer_groups(int fd, gid_t *small, size_t nsmall, gid_t **g)
 {
-	gid_t small[64], *g = small;
-	socklen_t len = sizeof(small);
-	int in = 0;
+	socklen_t len = (socklen_t)(nsmall * sizeof(gid_t));
 
+	*g = small;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, *g, &len) == 0)
+		return len / sizeof(gid_t);
+	if (errno == ERANGE && (*g = malloc(len)) &&
+	    getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, *g, &len) == 0)
+		return len / sizeof(gid_t);
+	if (*g != small)
+		free(*g);
+	*g = small;
+	return 0;
+}
+
+/* is gid the peer's primary group or one of its n groups g? */
+static int peer_in_group(const struct ucred *cr, const gid_t *g, size_t n, gid_t gid)
+{
 	if (cr->gid == gid)
 		return 1;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
-		if (errno != ERANGE || !(g = malloc(len)))
-			return 0;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
-			free(g);
-			return 0;
-		}
-	}
-	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+	for (size_t i = 0; i < n; i++)
 		if (g[i] == gid)
-			in = 1;
-	if (g != small)
-		free(g);
-	return in;
+			return 1;
+	return 0;
 }
 
 /* a one-line refusal, then close (the socket is new: the line fits) */
@@ -1122,6 +1126,8 @@ static void accept_one(struct ctlsrv *s, int fd)
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
 	struct conn *c;
+	gid_t small[64], *groups;
+	size_t ngroups;
 	int admin, reader;
 	char msg[160];
 
@@ -1129,8 +1135,12 @@ static void accept_one(struct ctlsrv *s, int fd)
 		close(fd);
 		return;
 	}
-	admin = cr.uid == 0 || (s->has_admin_gid && peer_in_group(fd, &cr, s->admin_gid));
-	reader = admin || (s->has_gid && peer_in_group(fd, &cr, s->gid));
+	ngroups = peer_groups(fd, small, sizeof(small) / sizeof(small[0]), &groups);
+	admin = cr.uid == 0 ||
+		(s->has_admin_gid && peer_in_group(&cr, groups, ngroups, s->admin_gid));
+	reader = admin || (s->has_gid && peer_in_group(&cr, groups, ngroups, s->gid));
+	if (groups != small)
+		free(groups);
 	if (!reader) {
 		refuse(fd, EACCES, "permission denied: root, control.group or control.admin_group only");
 		return;
