@@ -188,19 +188,29 @@ void pmc_engine_set_state(struct pmc_engine *e, struct pmc_state *st)
 /*
  * v's disk is about to be closed, with no I/O of it in flight: sync the
  * plain writes not yet synced, so that a clean stop (or a detach) leaves
- * none and the next attach may admit fills at once; 0 or -errno
+ * none and the next attach may admit fills at once; after a failure they
+ * stay unsynced, which the next attach of the slot sees
  */
-static int sync_plain(struct pmc_evol *v, struct pmc_disk *disk, const char *when)
+/* v has plain writes not known durable (ORDERING.md flush generations) */
+static int plain_unsynced(struct pmc_evol *v)
 {
-	int rc = 0;
+	return atomic_load(&v->wr_synced) < atomic_load(&v->wr_done) &&
+	       atomic_load(&v->wr_done) > WR_GEN_FRESH;
+}
 
-	if (atomic_load(&v->wr_synced) < atomic_load(&v->wr_done) &&
-	    atomic_load(&v->wr_done) > WR_GEN_FRESH)
-		rc = pmc_disk_sync(disk);
-	if (rc)
+static void sync_plain(struct pmc_evol *v, struct pmc_disk *disk, const char *when)
+{
+	uint64_t gen = atomic_load(&v->wr_done);
+	int rc;
+
+	if (!plain_unsynced(v))
+		return;
+	rc = pmc_disk_sync(disk);
+	if (rc == 0)
+		pmc_eng_synced_advance(v, gen);
+	else
 		pmc_log(LOG_ERR, "volume %s: disk %s: sync at %s failed: %s", v->name, disk->path,
 			when, strerror(-rc));
-	return rc;
 }
 
 void pmc_engine_destroy(struct pmc_engine *e)
@@ -473,10 +483,9 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	/* unsynced: the first flush syncs. After an unclean stop the last
 	 * process may have left acknowledged plain writes in the disk's
 	 * volatile cache: then no fill either until a sync (ORDERING.md) */
+	if (plain_unsynced(v))
+		clean_stop = 0; /* the slot's last detach could not sync */
 	atomic_store(&v->wr_synced, 0);
-	if (v->detach_unsynced)
-		clean_stop = 0; /* its last detach could not sync */
-	v->detach_unsynced = 0;
 	atomic_store(&v->wr_done, WR_GEN_FRESH + !clean_stop);
 	atomic_store(&v->plain_flying, 0);
 	apply_conf(v, vc);
@@ -589,12 +598,7 @@ int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc
 	}
 	/* its plain writes: durable before the disk is let go, or the next
 	 * attach of the slot admits no fill until a sync */
-	rc = sync_plain(v, disk, "detach");
-	if (rc) {
-		pthread_mutex_lock(&e->lock);
-		v->detach_unsynced = 1;
-		pthread_mutex_unlock(&e->lock);
-	}
+	sync_plain(v, disk, "detach");
 	pmc_disk_close(disk);
 	return 0;
 }

@@ -86,9 +86,6 @@ struct pmc_evol {
 	uint32_t wb_fail_round;
 	struct wb_round *wb_open; /* write-back: the round taking writes (wb_lock) */
 	unsigned wb_busy;	  /* its write-back writes and syncs in flight (wb_lock) */
-	/* detached with plain writes whose sync failed: the next attach of
-	 * the slot admits no fill until a sync succeeds (e->lock) */
-	int detach_unsynced;
 	/* flush generations (ORDERING.md): plain disk writes and discards
 	 * completed, and the value of wr_done when the newest finished sync
 	 * was issued; wr_synced < wr_done: not known durable */
