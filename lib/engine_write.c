@@ -343,7 +343,8 @@ static void publish_deferred_batch(struct pmc_queue *q)
 
 	/* taken counts the blocks of every part, published or failed: each
 	 * part has at least one, so part[] cannot overflow, and a part cut
-	 * short ends the batch (the results below stop at it) */
+	 * short fills the batch, so it is the last (the results below stop
+	 * at it) */
 	for (struct pmc_req_ctx *x = q->pub; x && x->req->vol == vol && taken < PMC_BATCH_MAX;
 	     x = x->pub_next) {
 		struct pub_part *p = &part[nparts++];
@@ -362,8 +363,6 @@ static void publish_deferred_batch(struct pmc_queue *q)
 				blk[n] = x->blk[j];
 			}
 		}
-		if (p->hi < x->pub_hi)
-			break;
 	}
 	if (n)
 		rc = pmc_cache_publish_n(e->c, vol, lba, blk, n, PMC_BLK_DIRTY, NULL, res);
