@@ -490,22 +490,32 @@ static void sc_through_order(void)
 	printf("ok: through_order\n");
 }
 
+/* a write-back volume whose block lba (version lba) has its write-back
+ * write on its way to the disk, held back SLOW_NS; s0 (optional): the
+ * model disk's counts before that write */
+static void slow_writeback(uint64_t lba, struct et_vdisk_stats *s0)
+{
+	struct pmc_wb_conf wb;
+
+	setup(PMC_MODE_WRITE_BACK);
+	T_EQ(write_ver(lba, lba, 0), 0);
+	wb = g_t.wb;
+	wb.max_age_ms = 0; /* write back whatever is dirty */
+	pmc_engine_set_wb_conf(g_t.e, &wb);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	if (s0)
+		et_vdisk_get_stats(g_d, s0);
+	T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 1);
+}
+
 static void sc_discard_order(void)
 {
 	struct et_req dr;
 	uint64_t ver;
 	char g[64];
 
-	struct pmc_wb_conf wb;
-
-	setup(PMC_MODE_WRITE_BACK);
-	T_EQ(write_ver(20, 20, 0), 0);
 	/* write-back of block 20 on its way to the disk */
-	wb = g_t.wb;
-	wb.max_age_ms = 0; /* write back whatever is dirty */
-	pmc_engine_set_wb_conf(g_t.e, &wb);
-	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
-	T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 1);
+	slow_writeback(20, NULL);
 	et_submit(g_q, &dr, PMC_REQ_DISCARD, g_v.vol, 20, 1, NULL, 0);
 	wait_req(&dr, "discard of block 20");
 	T_EQ(dr.res, 0);
@@ -546,18 +556,10 @@ static void *detach_main(void *arg)
 static void sc_detach_inflight(void)
 {
 	struct et_vdisk_stats s0, s1;
-	struct pmc_wb_conf wb;
 	struct pmc_err err = {0};
 	pthread_t th;
 
-	setup(PMC_MODE_WRITE_BACK);
-	T_EQ(write_ver(21, 21, 0), 0);
-	wb = g_t.wb;
-	wb.max_age_ms = 0; /* write back whatever is dirty */
-	pmc_engine_set_wb_conf(g_t.e, &wb);
-	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
-	et_vdisk_get_stats(g_d, &s0);
-	T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 1);
+	slow_writeback(21, &s0);
 	atomic_store(&g_detached, 0);
 	T_EQ(pthread_create(&th, NULL, detach_main, NULL), 0);
 	while (!atomic_load(&g_detached))
