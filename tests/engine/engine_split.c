@@ -122,6 +122,34 @@ static int check_parts(const char *what, struct pmc_queue *q, const struct pmc_r
 	return 0;
 }
 
+/* a cache of blocks for volume v (its disk created) over the split disk
+ * with no limits, written back only when flushed, write-back merging up
+ * to max_io bytes (0: the default); its queue */
+static struct pmc_queue *small_rig(struct et *t, struct et_vol *v, const char *tag,
+				   uint64_t blocks, uint32_t max_io)
+{
+	struct pmc_volume_conf vc;
+	char name[32];
+
+	snprintf(name, sizeof(name), "pmem-%s", tag);
+	et_path(t->pmem_path, sizeof(t->pmem_path), name);
+	snprintf(name, sizeof(name), "disk-%s", tag);
+	et_path(v->path, sizeof(v->path), name);
+	et_disk_create(v->path, v->tag, v->nblocks);
+	t->pmem_size = et_pmem_size(blocks);
+	pmc_wb_conf_default(&t->wb);
+	t->wb.high_pct = 100;
+	t->wb.low_pct = 100;
+	t->wb.max_age_ms = UINT64_MAX / 2000000;
+	if (max_io)
+		t->wb.max_io_bytes = max_io;
+	et_open(t, 1);
+	pmc_volume_conf_default(&vc);
+	et_attach(t, v, &vc, &split_ops, NULL);
+	g_lim = g_segs = 0;
+	return et_queue(t->e, 8);
+}
+
 /* pieces: the disk reads of one read miss, over a cache of PC_BLOCKS
  * whose every 16th block is clean and referenced, the rest dirty */
 #define PC_BLOCKS 256u
@@ -129,26 +157,13 @@ static int pieces(void)
 {
 	struct et t = {0};
 	struct et_vol v = {.name = "pieces", .tag = 13, .nblocks = 4096};
-	struct pmc_volume_conf vc;
 	struct pmc_vol_stats st;
 	struct pmc_queue *q;
 	char *buf = et_alloc((size_t)32 * BS);
 	unsigned reads;
 	int fails = 0;
 
-	et_path(t.pmem_path, sizeof(t.pmem_path), "pmem-pieces");
-	et_path(v.path, sizeof(v.path), "disk-pieces");
-	et_disk_create(v.path, v.tag, v.nblocks);
-	t.pmem_size = et_pmem_size(PC_BLOCKS);
-	pmc_wb_conf_default(&t.wb);
-	t.wb.high_pct = 100; /* the dirty blocks stay */
-	t.wb.low_pct = 100;
-	t.wb.max_age_ms = UINT64_MAX / 2000000;
-	et_open(&t, 1);
-	pmc_volume_conf_default(&vc);
-	et_attach(&t, &v, &vc, &split_ops, NULL);
-	q = et_queue(t.e, 8);
-	g_lim = g_segs = 0;
+	q = small_rig(&t, &v, "pieces", PC_BLOCKS, 0); /* the dirty blocks stay */
 	/* the cache's blocks in order: a fill every 16th, writes between */
 	for (unsigned i = 0; i < t.nr_blocks; i++) {
 		if (i % 16 == 0) {
@@ -191,26 +206,12 @@ static int iov_limit(void)
 {
 	struct et t = {0};
 	struct et_vol v = {.name = "iov", .tag = 14, .nblocks = 2048};
-	struct pmc_volume_conf vc;
 	struct pmc_vol_stats st;
 	struct pmc_queue *q;
 	char *buf = et_alloc((size_t)IOV_BLOCKS * BS);
 	int fails = 0;
 
-	et_path(t.pmem_path, sizeof(t.pmem_path), "pmem-iov");
-	et_path(v.path, sizeof(v.path), "disk-iov");
-	et_disk_create(v.path, v.tag, v.nblocks);
-	t.pmem_size = et_pmem_size(2048);
-	pmc_wb_conf_default(&t.wb);
-	t.wb.high_pct = 100; /* write-back only when flushed */
-	t.wb.low_pct = 100;
-	t.wb.max_age_ms = UINT64_MAX / 2000000;
-	t.wb.max_io_bytes = 16u << 20;
-	et_open(&t, 1);
-	pmc_volume_conf_default(&vc);
-	et_attach(&t, &v, &vc, &split_ops, NULL);
-	q = et_queue(t.e, 8);
-	g_lim = g_segs = 0;
+	q = small_rig(&t, &v, "iov", 2048, 16u << 20);
 	/* written last to first: the cache blocks run backwards */
 	for (unsigned k = IOV_BLOCKS; k-- > 0;) {
 		et_fill(buf, v.tag, k, 7);
