@@ -13,7 +13,8 @@
 #      I/O error;
 #   5. pmcached --reload (what "systemctl reload" runs) fails, naming it,
 #      for a key that needs a restart, a volume not served, a broken file,
-#      and applies the run-time keys anyway;
+#      and applies the run-time keys anyway (but keeps queues.max_io, which
+#      sized the engine at start);
 #   6. a device held open by a process: removal refused naming the
 #      process; once closed, "shutdown --remove-devices" removes it;
 # and first: the daemon's memory is locked but not its pmem mapping; a
@@ -38,7 +39,7 @@ cat >"$CONF" <<EOC
 pmem = { path = "$DAX"; };
 state_dir = "/tmp/pmcache-state";
 control = { socket = "$SOCK"; group = "pmcops"; };
-queues = { count = 2; depth = 32; };
+queues = { count = 2; depth = 32; max_io = "512K"; };
 volumes = ( { name = "data"; disk = "$D0"; mode = "write-back"; ublk_id = 0; } );
 EOC
 : >"$LOG"
@@ -159,6 +160,14 @@ rc=$?
 	pmcachectl -s "$SOCK" get writeback.max_io | grep -qx 1M &&
 	ok "reload cannot raise writeback.max_io above its start value: $out" ||
 	bad "reload, writeback.max_io 2M: exit $rc: $out; now $(pmcachectl -s "$SOCK" get writeback.max_io)"
+cp /tmp/good.conf "$CONF"
+sed -i 's/max_io = "512K";/max_io = "1M";/' "$CONF"
+out=$(pmcached -c "$CONF" --reload $PID 2>&1)
+rc=$?
+[ $rc -eq 1 ] && echo "$out" | grep -q "queues.max_io \"512K\" -> \"1M\" needs a restart" &&
+	pmcachectl -s "$SOCK" get queues.max_io | grep -qx 512K &&
+	ok "a reload keeps queues.max_io, which sized the engine at start: $out" ||
+	bad "reload, queues.max_io 1M: exit $rc: $out; now $(pmcachectl -s "$SOCK" get queues.max_io)"
 cp /tmp/good.conf "$CONF"
 sed -i "s|^volumes = ( |volumes = ( { name = \"extra\"; disk = \"$(nvme_dev "$(nvme_serial 2)")\"; }, |" "$CONF"
 out=$(pmcached -c "$CONF" --reload $PID 2>&1)
