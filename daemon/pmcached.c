@@ -247,8 +247,40 @@ static int attach_placeholder(struct pmcd *d, const struct pmc_config_volume *vc
 	return 0;
 }
 
+static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
+		      struct pmc_nvmf_path *pnp, struct pmc_err *err);
+
+/*
+ * A refused add leaves the host's fabric connections as they were: the
+ * controller its connect made is disconnected again, unless a served
+ * volume's path took it meanwhile (the path monitor binds any controller of
+ * its subsystem).
+ */
 int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
 		    struct pmc_err *err)
+{
+	struct pmc_nvmf_path np = {0};
+	struct pmc_err derr = {0};
+	int rc = volume_add(d, vc, flags, &np, err), used = 0;
+
+	if (!rc || !np.made[0])
+		return rc;
+	pthread_mutex_lock(&d->lock);
+	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)
+		used |= d->vols[i].used && !strcmp(d->vols[i].path_ctrl, np.made);
+	pthread_mutex_unlock(&d->lock);
+	if (used)
+		return rc;
+	if (pmc_nvmf_disconnect(np.made, &derr))
+		pmc_log(LOG_WARNING, "volume %s: refused; its %s", vc->name, derr.msg);
+	else
+		pmc_log(LOG_INFO, "volume %s: refused; controller %s, which it connected, "
+				  "is disconnected", vc->name, np.made);
+	return rc;
+}
+
+static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
+		      struct pmc_nvmf_path *pnp, struct pmc_err *err)
 {
 	struct pmcd_volume *v = NULL;
 	struct pmcd_dev_conf dc;
@@ -275,6 +307,7 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 		/* the namespace's block device; its identity is checked at attach */
 		pmc_config_nvmf_label(&vc->nvmf, label, sizeof(label));
 		rc = pmc_nvmf_connect(&vc->nvmf, vc->name, 10000, &np, err);
+		snprintf(pnp->made, sizeof(pnp->made), "%s", np.made);
 		if (rc && (flags || !d->cache))
 			return rc;
 		if (rc == 0 && strcmp(np.state, "live") && !flags && d->cache) {

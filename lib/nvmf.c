@@ -311,7 +311,7 @@ out:
  * traddr:trsvcid, connected; the discovery controller is disconnected */
 static int connect_discovered(nvme_root_t r, nvme_host_t h, const struct pmc_config_nvmf *n,
 			      const struct nvme_fabrics_config *cfg, const char *label,
-			      struct pmc_err *err)
+			      char *made, size_t made_len, struct pmc_err *err)
 {
 	const char *tr = pmc_config_transport_name(n->transport);
 	struct nvme_fabrics_config dcfg = *cfg;
@@ -355,6 +355,8 @@ static int connect_discovered(nvme_root_t r, nvme_host_t h, const struct pmc_con
 		matched++;
 		errno = 0;
 		c = nvmf_connect_disc_entry(h, e, cfg, &discover);
+		if (c)
+			copy_str(made, made_len, nvme_ctrl_get_name(c));
 		if (c || connect_errno(errno) == EALREADY) {
 			rc = 0;
 			break;
@@ -388,6 +390,8 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 	FILE *sink;
 	int rc;
 
+	char made[sizeof(p->made)] = "";
+
 	pmc_config_nvmf_label(n, desc, sizeof(desc));
 	snprintf(label, sizeof(label), "volume %s: %s", volume, desc);
 	rc = pmc_nvmf_find(n, p, err);
@@ -412,7 +416,7 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 		fabrics_config(n, &cfg);
 		rc = 0;
 		if (n->discovery) {
-			rc = connect_discovered(r, h, n, &cfg, label, err);
+			rc = connect_discovered(r, h, n, &cfg, label, made, sizeof(made), err);
 		} else {
 			c = nvme_create_ctrl(r, n->subsysnqn, tr, or_null(n->traddr),
 					     or_null(n->host_traddr), or_null(n->host_iface),
@@ -434,6 +438,8 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 						 : pmc_err_set(err, connect_errno(e),
 							       "%s: connect: %s", label,
 							       connect_strerror(e));
+				} else {
+					copy_str(made, sizeof(made), nvme_ctrl_get_name(c));
 				}
 			}
 		}
@@ -444,6 +450,7 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 	/* the namespace's block device appears once the kernel scanned it */
 	for (unsigned waited = 0;; waited += 100) {
 		rc = pmc_nvmf_find(n, p, err);
+		copy_str(p->made, sizeof(p->made), made);
 		if (rc == 0 && p->dev[0])
 			return 0;
 		if (rc && rc != -ENOENT)
@@ -459,6 +466,39 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 				   label);
 	return pmc_err_set(err, ENOENT, "%s: controller %s (%s) has no such namespace", label,
 			   p->ctrl, p->state);
+}
+
+int pmc_nvmf_disconnect(const char *ctrl, struct pmc_err *err)
+{
+	nvme_root_t r;
+	nvme_host_t h;
+	nvme_subsystem_t s;
+	nvme_ctrl_t c;
+	FILE *sink;
+	int rc = -ENOENT;
+
+	r = scan(&sink, err);
+	if (!r)
+		return -err->code;
+	nvme_for_each_host(r, h)
+	{
+		nvme_for_each_subsystem(h, s)
+		{
+			nvme_subsystem_for_each_ctrl(s, c)
+			{
+				if (rc != -ENOENT || !str_eq(nvme_ctrl_get_name(c), ctrl))
+					continue;
+				errno = 0;
+				rc = nvme_disconnect_ctrl(c) ? -(errno ? errno : EIO) : 0;
+			}
+		}
+	}
+	scan_free(r, sink);
+	if (rc == -ENOENT)
+		return pmc_err_set(err, ENOENT, "controller %s: not found", ctrl);
+	if (rc)
+		return pmc_err_set(err, -rc, "controller %s: disconnect: %s", ctrl, strerror(-rc));
+	return 0;
 }
 
 int pmc_nvmf_list(struct pmc_nvmf_ctrl **out, size_t *nr, struct pmc_err *err)

@@ -31,6 +31,8 @@ struct pmc_nvmf_path {
 	char state[24];	   /* the controller's: "live", "connecting", "resetting",
 			      "deleting", ...; "" none */
 	char address[288]; /* the controller's address, "traddr=...,trsvcid=..." */
+	char made[32];	   /* the controller pmc_nvmf_connect() made itself, "" none
+			      (set whether it then returned 0 or not) */
 };
 
 /* the default port of a transport: "4420", "8009" for discovery; "" for loop and fc */
@@ -52,6 +54,12 @@ int pmc_nvmf_find(const struct pmc_config_nvmf *n, struct pmc_nvmf_path *p, stru
 int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsigned wait_ms,
 		     struct pmc_nvmf_path *p, struct pmc_err *err);
 
+/*
+ * Disconnect controller ctrl ("nvme3"): what a refused volume-add does with
+ * the controller its pmc_nvmf_connect() made (p->made), so that a refusal
+ * leaves the host's fabric connections as they were.
+ */
+int pmc_nvmf_disconnect(const char *ctrl, struct pmc_err *err);
 /* one fabric controller (pmcachectl disks) */
 struct pmc_nvmf_ctrl {
 	char name[32];	   /* "nvme3" */

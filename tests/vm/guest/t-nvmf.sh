@@ -108,6 +108,8 @@ volumes = ( { name = "net"; mode = "write-back"; ublk_id = 0;
 		ctrl_loss_tmo = 12; fast_io_fail_tmo = 1; reconnect_delay = 1; }; } );
 EOC
 
+# the host's controllers of the subsystem
+nr_ctrls() { grep -lx "$NQN" /sys/class/nvme/nvme*/subsysnqn 2>/dev/null | wc -l; }
 status() { pmcachectl -s $SOCK status --json 2>/dev/null | tr -d ' \n'; }
 # jval NAME: the value of the volume's member NAME in status (first match)
 jval() { status | grep -o "\"$1\":\"*[^\",}]*" | head -n 1 | sed 's/.*://; s/"//g'; }
@@ -161,7 +163,10 @@ if [ "$WHAT" = verify ]; then
 		{ bad "the wrong namespace (exit $_rc):"; cat /tmp/wrong.log; }
 	[ "$(dd if="$OTHER" bs=1M count=16 iflag=direct 2>/dev/null | md5sum)" = "$SUM" ] &&
 		ok "the other disk did not change" || bad "the other disk changed"
-	nvme disconnect -n $NQN >/dev/null
+	# the refusal disconnected the controller its connect made
+	[ "$(nr_ctrls)" = 0 ] && ok "the refused volume's controller was disconnected" ||
+		bad "$(nr_ctrls) controllers of $NQN left after the refusal"
+	nvme disconnect -n $NQN >/dev/null 2>&1
 	# the target down when pmcached starts: the volume the cache knows is
 	# served from the pmem without its disk (a placeholder); the path monitor
 	# reconnects it when asked
@@ -258,6 +263,15 @@ cat /tmp/disks.txt
 region 0 && region 1 && ok "fio write + verify through the cache (regions 0 1)" || bad "fio on ublkb0"
 wait_for 30 "written back" dirty_is_zero
 regions_ok "written back" "$(raw_dev)" 0 1
+# a refused add on the controller the served volume uses leaves it connected
+if pmcachectl -s $SOCK volume add twin nvmf disk.transport=tcp disk.traddr=127.0.0.1 \
+	disk.subsysnqn=$NQN disk.nsid=1 ublk_id=0 >/tmp/add.txt 2>&1; then
+	bad "a second volume on the same namespace and ublk id was added"
+else
+	ok "a second volume on the namespace refused: $(cat /tmp/add.txt)"
+fi
+[ "$(nr_ctrls)" = 1 ] && state_is live && ok "the served volume's controller stays, live" ||
+	bad "after the refused add: $(nr_ctrls) controllers, state $(jval state)"
 
 # --- 2. the port removed under load, and back ---------------------------
 fio --name=load --filename=/dev/ublkb0 --ioengine=psync --direct=1 --rw=randwrite --bs=4k \
