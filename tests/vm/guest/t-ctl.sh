@@ -2,7 +2,9 @@
 # two NVMe disks, every subcommand in human and --json form, and the error
 # cases with their exit codes (pmcachectl(8)): 2 usage, 3 daemon not
 # running, 4 permission denied, 5 unknown volume, 6 device busy, 8 format
-# refused. `disks` must show the emulated NVMe disks by serial.
+# refused. `disks` must show the emulated NVMe disks by serial. A remove
+# that writes back over a slow disk (dm-delay) is not undone by a reload
+# meanwhile, and fails, keeping the device, when it is mounted meanwhile.
 . /host/lib.sh
 PATH=/host/bin:$PATH
 CONF=/tmp/pmcached.conf
@@ -175,6 +177,55 @@ has "/dev/ublkb1" "volume add: device printed"
 ctl 0 "volume list after add" volume list && has "vol1 *write-around" "vol1 back, write-around"
 ctl 1 "volume add twice" volume add vol1 "$D1"
 ctl 2 "volume add with a bad option" volume add vol2 "$D1" colour=red
+
+# --- a remove that takes a while ------------------------------------------
+# vol3 on a disk that answers in 300 ms (dm-delay over disk 2), named in
+# the file: its remove writes back ~1500 scattered blocks. A reload
+# (SIGHUP) meanwhile must not put it back in write-back; a file system
+# mounted on it meanwhile must keep its device (the remove fails, naming
+# the mount); unmounted, the remove goes through.
+ctl 0 "volume remove vol1 (its disk goes under dm-delay)" volume remove vol1
+if dmsetup create --noudevsync slowd --table "0 $(blockdev --getsz "$D1") delay $D1 0 300" &&
+	dmsetup mknodes slowd; then
+	cp "$CONF" /tmp/ctl-good.conf
+	sed -i 's|^volumes = ($|volumes = ( { name = "vol3"; disk = "/dev/mapper/slowd"; mode = "write-back"; ublk_id = 3; },|' "$CONF"
+	ctl 0 "volume add vol3 on the slow disk" volume add vol3 /dev/mapper/slowd mode=write-back ublk_id=3
+	run mkfs.ext4 -q -F -E nodiscard /dev/ublkb3 16M
+	fio --name=scatter --filename=/dev/ublkb3 --ioengine=psync --direct=1 --rw=randwrite \
+		--bs=4k --offset=32M --size=64M --number_ios=1500 --randrepeat=0 \
+		--output=/tmp/scatter.txt >/dev/null 2>&1 || bad "fio on ublkb3: $(cat /tmp/scatter.txt)"
+	mkdir -p /mnt/s
+	pmcachectl -s "$SOCK" volume remove vol3 >/tmp/rm.out 2>&1 &
+	RM=$!
+	sleep 1
+	kill -HUP $PID
+	sleep 1
+	pmcachectl -s "$SOCK" --json status | tr -d ' \n' | grep -o '"name":"vol3"[^}]*' >$OUT
+	kill -0 $RM 2>/dev/null && ok "the remove of vol3 is still writing back after the reload" ||
+		bad "the remove of vol3 ended within 2 s: $(cat /tmp/rm.out)"
+	# the remove switched it to write-around: write-back mode until its
+	# dirty data is gone, draining (a reload that undid it clears that)
+	grep -q '"draining":true' $OUT && ok "a reload during the remove leaves vol3 draining" ||
+		bad "a reload during the remove changed vol3: $(cat $OUT)"
+	run mount /dev/ublkb3 /mnt/s
+	wait $RM
+	rc=$?
+	[ $rc -eq 6 ] && grep -q "came into use during the removal: .*/mnt/s" /tmp/rm.out &&
+		ok "mounted during its remove: refused, exit 6: $(cat /tmp/rm.out)" ||
+		bad "mounted during its remove: exit $rc: $(cat /tmp/rm.out)"
+	ls /mnt/s >/dev/null && touch /mnt/s/after && sync && ok "the file system mounted during the remove works" ||
+		bad "the file system mounted during the remove"
+	ctl 0 "vol3 served after the refused remove" volume list && has "vol3 *write-back" "vol3 served, write-back"
+	run umount /mnt/s
+	ctl 0 "volume remove vol3, unmounted" volume remove vol3
+	ctl 0 "volume list" volume list
+	grep -q vol3 $OUT && bad "vol3 still listed after its remove" || ok "vol3 removed"
+	cp /tmp/ctl-good.conf "$CONF"
+	dmsetup remove slowd || bad "dmsetup remove slowd"
+else
+	bad "dm-delay over $D1"
+fi
+ctl 0 "volume add vol1 again" volume add vol1 "$D1" mode=write-around ublk_id=1
 
 # permission denied: a non-root user on the root-only socket
 pmc-run-as 65534 65534 pmcachectl -s "$SOCK" status >$OUT 2>$OUT.err
