@@ -241,6 +241,13 @@ static void *queue_main(void *arg)
 	 * results (the next daemon would reissue the requests, or an older
 	 * device fail them with EIO) */
 	pmc_ring_flush(pmc_queue_ring(uq->q));
+	/* every tag aborted (STOP_DEV) ends the loop above whatever else the
+	 * ring carries: write-back writes and round syncs of any volume that
+	 * this thread started or sealed. The ring is this thread's alone
+	 * (SINGLE_ISSUER, DEFER_TASKRUN): only it can reap them, and
+	 * pmc_queue_destroy() on another thread never could */
+	while (pmc_queue_busy(uq->q))
+		pmc_queue_poll(uq->q, 1, 100000000ull);
 	return NULL;
 }
 
@@ -549,6 +556,12 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 	rc = pmc_ublk_open_cdev(d->dev_id, 5000, &d->cdev_fd, err);
 	if (rc)
 		goto err_del;
+	/* before the first request can come (END_USER_RECOVERY dispatches
+	 * the requeued ones at once): a recovered device keeps the attributes
+	 * it was made with, which may say "no volatile cache" (an older
+	 * configuration); then the kernel sends no FLUSH, and every disk write
+	 * must be durable from the first */
+	pmc_engine_set_volatile(e, conf->vol, d->recovered ? 0 : conf->volatile_cache);
 	rc = start_queues(d, err);
 	if (rc)
 		goto err_del;
@@ -556,10 +569,6 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 			  : pmc_ublk_start(ctrl, d->dev_id, err);
 	if (rc)
 		goto err_del;
-	/* a recovered device keeps the attributes it was made with, which may
-	 * say "no volatile cache" (an older configuration): then the kernel
-	 * sends no FLUSH, and every disk write must be durable */
-	pmc_engine_set_volatile(e, conf->vol, d->recovered ? 0 : conf->volatile_cache);
 	pmc_log(LOG_INFO, "%s: %s /dev/ublkb%u (%u queues of %u, %" PRIu64 " bytes, %s)", d->name,
 		d->recovered ? "recovered" : "serving", d->dev_id, conf->nr_queues, conf->depth,
 		conf->size, d->user_copy ? "user copy" : "tag buffers");

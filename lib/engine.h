@@ -120,7 +120,9 @@ void pmc_engine_set_wb_conf(struct pmc_engine *e, const struct pmc_wb_conf *wb);
  * cache (then flush requests make disk writes durable, lib/ORDERING.md).
  * Without one, every write that reaches the disk directly uses RWF_DSYNC,
  * and this call syncs the disk once (fdatasync, on the calling thread)
- * since no flush will come. Default: volatile.
+ * since no flush will come. Default: volatile. Call it before the device
+ * takes its first request (a write served before it would go by the
+ * default).
  */
 void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_cache);
 /* first disk error of the volume (sticky until cleared), 0 if none */
