@@ -108,6 +108,16 @@ static int fg_older_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uin
 	return 0;
 }
 
+/* a foreground disk write (or discard) of any block of the range is held
+ * or in flight, whatever its age; dw_lock. Write-back stays off such a
+ * range: its write of a newer copy must not land before that older one
+ * (a write-through write whose newer copy went dirty meanwhile, after a
+ * mode switch or behind a held write-through write). */
+int pmc_eng_fg_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
+{
+	return fg_older_locked(e, vol, lba, n, UINT64_MAX);
+}
+
 /* io of x takes its place in the order of foreground disk writes */
 static void fg_io_enter(struct pmc_req_ctx *x, struct pmc_io *io)
 {

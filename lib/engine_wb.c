@@ -349,7 +349,8 @@ static int wb_flying(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t 
 
 	pthread_mutex_lock(&e->dw_lock);
 	busy = pmc_eng_wb_overlap_locked(e, vol, lba, n) ||
-	       pmc_eng_around_overlap_locked(e, vol, lba, n);
+	       pmc_eng_around_overlap_locked(e, vol, lba, n) ||
+	       pmc_eng_fg_overlap_locked(e, vol, lba, n);
 	pthread_mutex_unlock(&e->dw_lock);
 	return busy;
 }
@@ -538,8 +539,8 @@ static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns
 }
 
 /*
- * Enter w in the in-flight list unless another write-back write of its
- * blocks is in flight, then check that each block is still the live dirty
+ * Enter w in the in-flight list unless another write-back write, or a
+ * foreground disk write or discard, of its blocks is in flight, then check that each block is still the live dirty
  * copy: a foreground write that replaced or dropped one before looking at
  * the list (it then did not see w) is caught here, and w is dropped. 0: w
  * may be submitted; -EBUSY: not now (w left out of the list).
@@ -548,7 +549,8 @@ int pmc_eng_wb_claim(struct pmc_engine *e, struct wb_io *w)
 {
 	pthread_mutex_lock(&e->dw_lock);
 	if (pmc_eng_wb_overlap_locked(e, w->vol, w->lba, w->n) ||
-	    pmc_eng_around_overlap_locked(e, w->vol, w->lba, w->n)) {
+	    pmc_eng_around_overlap_locked(e, w->vol, w->lba, w->n) ||
+	    pmc_eng_fg_overlap_locked(e, w->vol, w->lba, w->n)) {
 		pthread_mutex_unlock(&e->dw_lock);
 		return -EBUSY;
 	}

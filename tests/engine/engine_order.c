@@ -22,6 +22,8 @@
  *   around_clean   a write-around drops the CLEAN copy before its disk write,
  *                  and a read miss during it caches nothing
  *   through_order  overlapping write-through writes reach the disk in order
+ *   through_wb     write-back of a newer copy waits for an older write-through
+ *                  disk write of its blocks (a switch to write-back; a held one)
  *   discard_order  a discard lands after a write-back write of its blocks
  *
  * Usage: engine_order [--only NAME]
@@ -490,6 +492,73 @@ static void sc_through_order(void)
 	printf("ok: through_order\n");
 }
 
+/*
+ * Write-back of a newer copy stays off blocks whose older write-through
+ * disk write is still on its way: (a) the volume switched to write-back
+ * with that write in flight, (b) two write-through writes, the newer held
+ * behind the older. A write-back write that overtook it would leave a
+ * CLEAN copy the disk disagrees with once the older write lands (and the
+ * block would go back to the older data when that copy is evicted).
+ */
+static void sc_through_wb(void)
+{
+	struct et_req w1, w2;
+	char *b1 = et_alloc(BS), *b2 = et_alloc(BS);
+	struct pmc_wb_conf wb;
+	struct pmc_err err;
+	uint64_t ver;
+
+	/* (a) */
+	setup(PMC_MODE_WRITE_THROUGH);
+	wb = g_t.wb;
+	wb.max_age_ms = 0; /* write back whatever is dirty */
+	pmc_engine_set_wb_conf(g_t.e, &wb);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	submit_write(&w1, b1, 10, 10);
+	poll_ms(5);
+	T_TRUE(!w1.done);
+	T_OK(pmc_engine_set_mode(g_t.e, g_v.vol, PMC_MODE_WRITE_BACK, &err));
+	T_EQ(write_ver(10, 11, 0), 0);
+	T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 0);
+	wait_req(&w1, "write-through write before the switch");
+	T_EQ(w1.res, 0);
+	expect_clean_agrees(ET_LAND_NONE, "write-back after a switch from write-through");
+	et_flush_all(&g_t, g_q, NULL);
+	et_disk_read(g_v.path, 10, g_img);
+	ver = et_version(g_img, TAG, 10);
+	if (ver != 11)
+		T_FAIL("a write-through write, then a switch to write-back and a newer write of "
+		       "the block: the disk holds version %" PRIu64 " once all is written back, "
+		       "expected 11",
+		       ver);
+	expect_clean_agrees(ET_LAND_NONE, "write-back after a switch from write-through");
+	teardown();
+
+	/* (b) */
+	setup(PMC_MODE_WRITE_THROUGH);
+	wb = g_t.wb;
+	wb.max_age_ms = 0;
+	pmc_engine_set_wb_conf(g_t.e, &wb);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS);
+	submit_write(&w1, b1, 20, 20);
+	poll_ms(5);
+	submit_write(&w2, b2, 20, 21); /* held behind w1 */
+	poll_ms(5);
+	T_EQ(pmc_engine_writeback_step(g_t.e, g_q), 0);
+	et_vdisk_delay_next(g_d, PMC_IO_WRITE, SLOW_NS); /* w2's own write, after w1 */
+	wait_req(&w1, "write-through 1");
+	if (!w2.done)
+		expect_clean_agrees(ET_LAND_NONE, "a write-through write held behind another");
+	wait_req(&w2, "write-through 2");
+	T_EQ(w2.res, 0);
+	expect_durable(20, 21, "two overlapping write-through writes");
+	expect_clean_agrees(ET_LAND_NONE, "a write-through write held behind another");
+	free(b1);
+	free(b2);
+	teardown();
+	printf("ok: through_wb\n");
+}
+
 /* a write-back volume whose block lba (version lba) has its write-back
  * write on its way to the disk, held back SLOW_NS; s0 (optional): the
  * model disk's counts before that write */
@@ -599,6 +668,7 @@ static const struct {
 	{"sync_ops", sc_sync_ops},
 	{"around_clean", sc_around_clean},
 	{"through_order", sc_through_order},
+	{"through_wb", sc_through_wb},
 	{"discard_order", sc_discard_order},
 };
 
