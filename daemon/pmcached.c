@@ -35,6 +35,7 @@
 #include "ctlsrv.h"
 #include "diskid.h"
 #include "nvmf.h"
+#include "signature.h"
 #include "lock.h"
 #include "log.h"
 #include "placeholder.h"
@@ -130,11 +131,30 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 	rc = pmc_cache_open(d->pm, 0, &d->cache, err);
 	if (rc == -ENODATA && c->pmem_format == PMC_CONFIG_FORMAT_IF_BLANK &&
 	    strstr(err->msg, "blank")) {
-		pmc_log(LOG_NOTICE, "pmem %s: blank: formatting a new cache", c->pmem_path);
+		/* blank where the superblocks go is not blank: a file system,
+		 * swap or partition table there is someone's data (a wrong
+		 * pmem.path), which only "pmcachectl format --force" overwrites */
+		char what[160] = "";
+		int sig = pmc_pmem_signature(c->pmem_path, d->pm, what, sizeof(what));
+
 		pmc_err_clear(err);
-		rc = pmc_cache_format(d->pm, NULL, err);
-		if (!rc)
-			rc = pmc_cache_open(d->pm, 0, &d->cache, err);
+		if (sig < 0) {
+			rc = pmc_err_set(err, -sig,
+					 "pmem %s: no pmcache superblock, and it cannot be probed "
+					 "for other data: %s; not formatted",
+					 c->pmem_path, strerror(-sig));
+		} else if (sig) {
+			rc = pmc_err_set(err, EEXIST,
+					 "pmem %s: no pmcache superblock, but %s; not formatted "
+					 "(if-blank): check pmem.path, or \"pmcachectl format "
+					 "--force\" it",
+					 c->pmem_path, what);
+		} else {
+			pmc_log(LOG_NOTICE, "pmem %s: blank: formatting a new cache", c->pmem_path);
+			rc = pmc_cache_format(d->pm, NULL, err);
+			if (!rc)
+				rc = pmc_cache_open(d->pm, 0, &d->cache, err);
+		}
 	}
 	if (rc == -ENODATA && c->pmem_format == PMC_CONFIG_FORMAT_NEVER && strstr(err->msg, "blank")) {
 		char msg[sizeof(err->msg)];

@@ -84,7 +84,7 @@ const struct pmc_config_key pmc_config_table[] = {
      .type = PMC_CONFIG_T_WORD,
      .def = "if-blank",
      .words = format_words,
-     .doc = "if-blank: format a pmem whose header is blank (all zero); never: refuse it"},
+     .doc = "if-blank: format a pmem whose header is blank (all zero) and that holds no file system, swap, RAID or partition signature; never: refuse it"},
     {.key = "pmem.block_size",
      TOP(pmem_block_size),
      .type = PMC_CONFIG_T_SIZE,

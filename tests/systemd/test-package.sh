@@ -6,7 +6,9 @@
 #     volume names a disk; then it passes;
 #   - postinst never enables the service (installed disabled), also when
 #     run with stand-ins for systemctl, udevadm and modprobe;
-#   - the configuration is a conffile.
+#   - the configuration is a conffile;
+#   - pmem.format "if-blank" does not format a pmem path that holds other
+#     data (a swap signature): refused naming it, the file unchanged.
 set -uo pipefail
 src=$1 pmcached=$2
 fail=0
@@ -44,6 +46,32 @@ rc=$?
 want="pmcached: $tmp/group.conf: control.admin_group: no group named pmc-no-such-group"
 [ $rc -ne 0 ] && [ "$out" = "$want" ] && echo "ok: a missing control group is refused: $out" ||
 	bad "missing control.admin_group: exit $rc: $out (want \"$want\")"
+
+# pmem.format "if-blank" (the built-in default) on a pmem path that holds
+# other data (a wrong path): refused naming it, nothing written
+truncate -s 64M "$tmp/pmem" && truncate -s 64M "$tmp/disk"
+if mkswap "$tmp/pmem" >/dev/null 2>&1; then
+	sum=$(md5sum <"$tmp/pmem")
+	cat >"$tmp/swap.conf" <<EOC
+pmem = { path = "$tmp/pmem"; format = "if-blank"; };
+state_dir = "$tmp/state";
+control = { socket = "$tmp/pmcached.sock"; };
+volumes = ( { name = "v0"; disk = "$tmp/no-such-disk"; } );
+EOC
+	out=$(timeout 60 "$pmcached" -c "$tmp/swap.conf" 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] && [ $rc -ne 124 ] && echo "$out" | grep -q "pmem $tmp/pmem: no pmcache superblock, but a signature of swap (other); not formatted (if-blank)" &&
+		[ "$(md5sum <"$tmp/pmem")" = "$sum" ] &&
+		echo "ok: if-blank refuses a pmem path holding a swap signature: $(echo "$out" | grep "but a signature")" ||
+		bad "if-blank on a swap signature: exit $rc: $out; $( [ "$(md5sum <"$tmp/pmem")" = "$sum" ] || echo changed)"
+else
+	bad "mkswap $tmp/pmem"
+fi
+# ... and formats one that holds nothing
+rm -f "$tmp/pmem" && truncate -s 64M "$tmp/pmem"
+out=$(timeout 60 "$pmcached" -c "$tmp/swap.conf" 2>&1)
+echo "$out" | grep -q "pmem $tmp/pmem: blank: formatting a new cache" &&
+	echo "ok: if-blank formats a blank pmem" || bad "if-blank on a blank file: $out"
 
 # postinst with every command it may run replaced by a recorder
 mkdir -p "$tmp/bin"
