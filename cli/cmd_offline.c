@@ -119,12 +119,6 @@ static int open_pmem(const char *path, uint64_t create, enum pmc_lock_mode mode,
 	return 0;
 }
 
-static void uuid_str(const uint8_t *u, char *buf)
-{
-	for (int i = 0; i < 16; i++)
-		sprintf(buf + 2 * i, "%02x", u[i]);
-}
-
 int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 {
 	const char *path;
@@ -234,7 +228,7 @@ int pmc_cmd_format(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		return PMC_EXIT_FAIL;
 	}
 	pmc_cache_get_info(c, &ci);
-	uuid_str(ci.uuid, uuid);
+	pmc_uuid_str(ci.uuid, uuid, sizeof(uuid));
 	if (a->json) {
 		struct json_object *o = json_object_new_object();
 
@@ -289,7 +283,7 @@ static struct json_object *sb_json(const struct pmc_sb *s)
 	U(compat);
 	U(ro_compat);
 	U(incompat);
-	uuid_str(s->uuid, u);
+	pmc_uuid_str(s->uuid, u, sizeof(u));
 	json_object_object_add(o, "uuid", json_object_new_string(u));
 	U(seq);
 	U(pmem_size);
@@ -381,7 +375,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 					       json_object_new_string_len(v->disk_id, (int)strnlen(v->disk_id, sizeof(v->disk_id))));
 			json_object_object_add(vo, "disk_bytes", json_object_new_uint64(v->disk_bytes));
 			json_object_object_add(vo, "size_bytes", json_object_new_uint64(v->size_bytes));
-			uuid_str(v->uuid, u);
+			pmc_uuid_str(v->uuid, u, sizeof(u));
 			json_object_object_add(vo, "uuid", json_object_new_string(u));
 			json_object_object_add(vo, "add_time_ns", json_object_new_uint64(v->add_time_ns));
 			json_object_object_add(vo, "clean_nr_dirty",

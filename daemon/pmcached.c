@@ -886,9 +886,28 @@ static int start(struct pmcd *d, struct pmc_err *err)
 		pmc_cache_get_info(d->cache, &ci);
 		pmc_state_uuid(d->state, su);
 		if (memcmp(su, ci.uuid, 16)) {
+			char names[256], was[40], now[40];
+
+			/* the file's volumes recorded dirty have acknowledged
+			 * writes in that other cache, which this one does not
+			 * have: serving them from their disks would lose them
+			 * (and that cache, back later, would write its old data
+			 * over the newer) */
+			if (memcmp(su, zero, 16) &&
+			    pmc_state_dirty_names(d->state, names, sizeof(names))) {
+				pmc_uuid_str(su, was, sizeof(was));
+				pmc_uuid_str(ci.uuid, now, sizeof(now));
+				return pmc_err_set(err, EEXIST,
+						   "pmem %s is cache %s; state file %s says cache "
+						   "%s holds acknowledged writes of %s: set "
+						   "pmem.path to it (if it is lost, remove the "
+						   "file)",
+						   c->pmem_path, now, path, was, names);
+			}
 			if (memcmp(su, zero, 16))
 				pmc_log(LOG_WARNING,
-					"state file %s describes another cache: rebuilding it", path);
+					"state file %s describes another cache, with no volume "
+					"dirty in it: rebuilding it", path);
 			rc = pmc_state_set_uuid(d->state, ci.uuid, err);
 			if (rc)
 				return rc;

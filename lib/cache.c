@@ -391,6 +391,12 @@ struct pmc_pmem *pmc_cache_pmem(struct pmc_cache *c)
 	return c->pm;
 }
 
+void pmc_uuid_str(const uint8_t uuid[16], char *buf, size_t len)
+{
+	for (int i = 0; i < 16 && 2 * (size_t)i + 2 < len; i++)
+		snprintf(buf + 2 * i, 3, "%02x", uuid[i]);
+}
+
 void pmc_cache_get_info(struct pmc_cache *c, struct pmc_cache_info *info)
 {
 	memset(info, 0, sizeof(*info));

@@ -89,6 +89,9 @@ struct pmc_cache_info {
 	const char *gran;	/* store granularity of the pmem */
 };
 
+/* a cache's uuid as 32 hex digits (len >= 33) */
+void pmc_uuid_str(const uint8_t uuid[16], char *buf, size_t len);
+
 /* Write a new, empty cache over the whole pmem. Destroys what was there. */
 int pmc_cache_format(struct pmc_pmem *pm, const struct pmc_format_opts *opts,
 		     struct pmc_err *err);

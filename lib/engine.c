@@ -376,12 +376,14 @@ void pmc_eng_state_mark_clean(struct pmc_engine *e)
 		/* unmark first: a writer arriving now must take e->lock */
 		atomic_store(&v->marked, 0);
 		if (atomic_load(&v->dirtying) || pmc_cache_volume_info(e->c, i, &vi) ||
-		    !vi.counts_valid || vi.nr_dirty ||
-		    pmc_state_set(e->state, v->name, 0, &err)) {
+		    !vi.counts_valid || vi.nr_dirty) {
 			atomic_store(&v->marked, 1);
-			if (err.code)
-				pmc_log(LOG_ERR, "volume %s: %s", v->name, err.msg);
+			continue;
 		}
+		/* a failed save leaves it unmarked: the file may say clean now
+		 * (lib/state.c), so the next dirtying write records it again */
+		if (pmc_state_set(e->state, v->name, 0, &err))
+			pmc_log(LOG_ERR, "volume %s: %s", v->name, err.msg);
 	}
 	pthread_mutex_unlock(&e->lock);
 }

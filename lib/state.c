@@ -13,6 +13,9 @@
 #include "state.h"
 
 #define MAX_VOLS 4096
+/* a record whose last save failed after its rename: the file may say
+ * either value (pmc_state_get reports it as not named) */
+#define STATE_UNKNOWN (-1)
 
 struct pmc_state {
 	pthread_mutex_t lock;
@@ -61,6 +64,11 @@ static int load(struct pmc_state *st, FILE *f, struct pmc_err *err)
 		if (st->n == MAX_VOLS)
 			return pmc_err_set(err, EINVAL, "state file %s: line %u: too many volumes",
 					   st->path, lineno);
+		for (unsigned i = 0; i < st->n; i++)
+			if (!strcmp(st->v[i].name, name))
+				return pmc_err_set(err, EINVAL,
+						   "state file %s: line %u: volume %s recorded twice",
+						   st->path, lineno, name);
 		snprintf(st->v[st->n].name, sizeof(st->v[st->n].name), "%s", name);
 		st->v[st->n].dirty = !strcmp(word, "dirty");
 		st->n++;
@@ -111,10 +119,32 @@ int pmc_state_get(struct pmc_state *st, const char *volume)
 
 	pthread_mutex_lock(&st->lock);
 	for (unsigned i = 0; i < st->n; i++)
-		if (!strcmp(st->v[i].name, volume))
+		if (!strcmp(st->v[i].name, volume) && st->v[i].dirty != STATE_UNKNOWN)
 			rc = st->v[i].dirty;
 	pthread_mutex_unlock(&st->lock);
 	return rc;
+}
+
+unsigned pmc_state_dirty_names(struct pmc_state *st, char *buf, size_t len)
+{
+	unsigned n = 0;
+	size_t used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	pthread_mutex_lock(&st->lock);
+	for (unsigned i = 0; i < st->n; i++) {
+		int k;
+
+		if (!st->v[i].dirty)
+			continue;
+		n++;
+		k = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", st->v[i].name);
+		if (k > 0 && used + (size_t)k < len)
+			used += (size_t)k;
+	}
+	pthread_mutex_unlock(&st->lock);
+	return n;
 }
 
 void pmc_state_uuid(struct pmc_state *st, uint8_t uuid[16])
@@ -124,8 +154,10 @@ void pmc_state_uuid(struct pmc_state *st, uint8_t uuid[16])
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* write the whole file anew; under st->lock */
-static int save(struct pmc_state *st, struct pmc_err *err)
+/* write the whole file anew; under st->lock. *renamed: the new file took
+ * the old one's place (a failure after that leaves the file new, but
+ * perhaps not durable) */
+static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 {
 	char tmp[600], dir[512];
 	FILE *f;
@@ -139,7 +171,7 @@ static int save(struct pmc_state *st, struct pmc_err *err)
 	for (int i = 0; i < 16; i++)
 		fprintf(f, "%02x", st->uuid[i]);
 	fputc('\n', f);
-	for (unsigned i = 0; i < st->n; i++)
+	for (unsigned i = 0; i < st->n; i++) /* unknown is written dirty */
 		fprintf(f, "%s %s\n", st->v[i].name, st->v[i].dirty ? "dirty" : "clean");
 	if (fflush(f) || fsync(fileno(f)))
 		rc = pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
@@ -151,6 +183,7 @@ static int save(struct pmc_state *st, struct pmc_err *err)
 		unlink(tmp);
 		return rc;
 	}
+	*renamed = 1;
 	snprintf(dir, sizeof(dir), "%s", st->path);
 	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
@@ -165,7 +198,7 @@ static int save(struct pmc_state *st, struct pmc_err *err)
 int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pmc_err *err)
 {
 	unsigned i;
-	int rc, added = 0;
+	int rc, added = 0, renamed = 0;
 
 	pthread_mutex_lock(&st->lock);
 	for (i = 0; i < st->n; i++)
@@ -184,30 +217,37 @@ int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pm
 		return 0;
 	}
 	st->v[i].dirty = !!dirty;
-	rc = save(st, err);
-	if (rc) {
+	rc = save(st, &renamed, err);
+	if (rc && renamed)
+		/* the file says the new value, but perhaps not durably (the
+		 * directory's fsync failed): unknown, so that the next call
+		 * of either value saves again */
+		st->v[i].dirty = STATE_UNKNOWN;
+	else if (rc && added)
 		/* the copy in memory stays what the file says, so that the
 		 * next call saves again instead of taking the change as made */
-		if (added)
-			st->n--;
-		else
-			st->v[i].dirty = !dirty;
-	}
+		st->n--;
+	else if (rc)
+		st->v[i].dirty = !dirty;
 	pthread_mutex_unlock(&st->lock);
 	return rc;
 }
 
 int pmc_state_set_uuid(struct pmc_state *st, const uint8_t uuid[16], struct pmc_err *err)
 {
-	int rc;
+	uint8_t was[16];
+	int rc, renamed = 0;
 
 	pthread_mutex_lock(&st->lock);
 	if (!memcmp(st->uuid, uuid, 16)) {
 		pthread_mutex_unlock(&st->lock);
 		return 0;
 	}
+	memcpy(was, st->uuid, 16);
 	memcpy(st->uuid, uuid, 16);
-	rc = save(st, err);
+	rc = save(st, &renamed, err);
+	if (rc && !renamed)
+		memcpy(st->uuid, was, 16);
 	pthread_mutex_unlock(&st->lock);
 	return rc;
 }

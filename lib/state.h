@@ -19,6 +19,7 @@
 #ifndef PMC_STATE_H
 #define PMC_STATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -29,8 +30,12 @@ struct pmc_state;
  * parse is refused with its line number. */
 int pmc_state_open(const char *path, struct pmc_state **out, struct pmc_err *err);
 void pmc_state_close(struct pmc_state *st);
-/* 1 dirty, 0 clean, -ENOENT not named */
+/* 1 dirty, 0 clean, -ENOENT not named (or not known since a save failed
+ * after replacing the file: the next pmc_state_set saves again) */
 int pmc_state_get(struct pmc_state *st, const char *volume);
+/* how many volumes the file records as dirty (or not known), their names
+ * in buf ("vol0, vol1"; cut at len) */
+unsigned pmc_state_dirty_names(struct pmc_state *st, char *buf, size_t len);
 /* durable on return 0 */
 int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pmc_err *err);
 /* the cache uuid recorded (zeroes if none) and setting it */

@@ -8,7 +8,9 @@
 #     run with stand-ins for systemctl, udevadm and modprobe;
 #   - the configuration is a conffile;
 #   - pmem.format "if-blank" does not format a pmem path that holds other
-#     data (a swap signature): refused naming it, the file unchanged.
+#     data (a swap signature): refused naming it, the file unchanged;
+#   - a state file of another cache that records a volume dirty refuses
+#     the start (that cache holds its writes); with none dirty it is rebuilt.
 set -uo pipefail
 src=$1 pmcached=$2
 fail=0
@@ -72,6 +74,25 @@ rm -f "$tmp/pmem" && truncate -s 64M "$tmp/pmem"
 out=$(timeout 60 "$pmcached" -c "$tmp/swap.conf" 2>&1)
 echo "$out" | grep -q "pmem $tmp/pmem: blank: formatting a new cache" &&
 	echo "ok: if-blank formats a blank pmem" || bad "if-blank on a blank file: $out"
+
+# a state file of another cache that records a volume dirty: that cache
+# holds its acknowledged writes, so this pmem (another cache) is refused,
+# naming both, and the file is kept; with nothing dirty it is rebuilt
+printf 'pmcache-state 1 0123456789abcdef0123456789abcdef\nv0 dirty\n' >"$tmp/other.state"
+mkdir -p "$tmp/state" && cp "$tmp/other.state" "$tmp/state/volumes.state"
+out=$(timeout 60 "$pmcached" -c "$tmp/swap.conf" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] &&
+	echo "$out" | grep -q "; state file $tmp/state/volumes.state says cache 0123456789abcdef0123456789abcdef holds acknowledged writes of v0: set pmem.path to it (if it is lost, remove the file)" &&
+	cmp -s "$tmp/other.state" "$tmp/state/volumes.state" &&
+	echo "ok: another cache's state file with a dirty volume: refused: $(echo "$out" | grep "holds acknowledged writes")" ||
+	bad "another cache's state file, v0 dirty: exit $rc: $out"
+printf 'pmcache-state 1 0123456789abcdef0123456789abcdef\nv0 clean\n' >"$tmp/state/volumes.state"
+out=$(timeout 60 "$pmcached" -c "$tmp/swap.conf" 2>&1)
+echo "$out" | grep -q "describes another cache, with no volume dirty in it: rebuilding it" &&
+	! grep -q 0123456789abcdef "$tmp/state/volumes.state" &&
+	echo "ok: another cache's state file with nothing dirty is rebuilt" ||
+	bad "another cache's state file, v0 clean: $out; $(cat "$tmp/state/volumes.state")"
 
 # postinst with every command it may run replaced by a recorder
 mkdir -p "$tmp/bin"

@@ -3,10 +3,14 @@
  * it completes, and flush_all leaves it dirty while a write that may still
  * make dirty blocks is in progress; flush_all marks it clean again; with the pmem unavailable
  * (an engine without a cache) a clean volume runs pass-through and a dirty
- * or unknown one is refused by name. */
+ * or unknown one is refused by name; a file naming a volume twice is
+ * refused; a save whose directory fsync fails leaves the record unknown,
+ * so that the next change saves again. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -16,7 +20,32 @@
 #define BS 4096
 
 static struct pmc_err err;
-static int ndone, last;
+static int ndone, last, fail_dir_fsync;
+
+/* the state file's fsync of its directory fails when asked (the library
+ * is linked statically: its fsync() is this one) */
+int fsync(int fd)
+{
+	struct stat sb;
+
+	if (fail_dir_fsync && fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_fsync, fd);
+}
+
+/* line 2 of the state file (its first record), "" if none */
+static void record(const char *path, char *line, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	line[0] = '\0';
+	if (f && fgets(line, (int)len, f) && !fgets(line, (int)len, f))
+		line[0] = '\0';
+	if (f)
+		fclose(f);
+}
 
 static void cb(struct pmc_req *r, int res)
 {
@@ -73,6 +102,12 @@ int main(void)
 	fprintf(f, "pmcache-state 1 00000000000000000000000000000000\nvol0 maybe\n");
 	fclose(f);
 	T_ERR(pmc_state_open(state, &st, &err), EINVAL, "line 2: malformed record");
+	/* ... and so is one that names a volume twice (which record would
+	 * count?) */
+	f = fopen(state, "w");
+	fprintf(f, "pmcache-state 1 00000000000000000000000000000000\nvol0 dirty\nvol0 clean\n");
+	fclose(f);
+	T_ERR(pmc_state_open(state, &st, &err), EINVAL, "line 3: volume vol0 recorded twice");
 	unlink(state);
 
 	T_OK(pmc_pmem_open(pmem, (2u << 20) + 64 * BS, &pm, &err));
@@ -140,6 +175,19 @@ int main(void)
 		T_EQ(pmc_state_get(st, "vol0"), 1);
 		pmc_queue_destroy(q2);
 	}
+	/* flush_all's clean mark fails after the new file replaced the old
+	 * (its directory's fsync): the file says clean, so the next dirtying
+	 * write must record vol0 dirty again (the engine kept it as marked
+	 * and wrote dirty data under a "clean" file) */
+	fail_dir_fsync = 1;
+	T_OK(pmc_engine_flush_all(e, q, UINT32_MAX, NULL, NULL, &err));
+	fail_dir_fsync = 0;
+	record(state, line, sizeof(line));
+	T_TRUE(!strcmp(line, "vol0 clean\n"));
+	T_EQ(run(q, PMC_REQ_WRITE, v0, 40 * BS, 4 * BS, buf), 0);
+	record(state, line, sizeof(line));
+	if (strcmp(line, "vol0 dirty\n"))
+		T_FAIL("a write after a failed clean mark left the state file saying %s", line);
 	/* dirty again, and left dirty by a "crash" of the daemon */
 	T_EQ(run(q, PMC_REQ_WRITE, v0, 16 * BS, 4 * BS, buf), 0);
 	T_EQ(pmc_state_get(st, "vol0"), 1);
@@ -213,6 +261,26 @@ int main(void)
 	pmc_state_close(st);
 	T_OK(pmc_state_open(state, &st, &err));
 	T_EQ(pmc_state_get(st, "vol-a"), 1);
+	/* the directory's fsync fails after the new file replaced the old:
+	 * the file says clean now; the record is not known, and the next
+	 * "dirty" saves again (it was taken as made, the file left clean) */
+	fail_dir_fsync = 1;
+	T_TRUE(pmc_state_set(st, "vol-a", 0, &err) != 0);
+	fail_dir_fsync = 0;
+	record(state, line, sizeof(line));
+	T_TRUE(!strcmp(line, "vol-a clean\n"));
+	T_EQ(pmc_state_get(st, "vol-a"), -ENOENT);
+	T_OK(pmc_state_set(st, "vol-a", 1, &err));
+	record(state, line, sizeof(line));
+	T_TRUE(!strcmp(line, "vol-a dirty\n"));
+	T_EQ(pmc_state_get(st, "vol-a"), 1);
+	{
+		char names[64];
+
+		T_OK(pmc_state_set(st, "vol-b", 0, &err));
+		T_EQ(pmc_state_dirty_names(st, names, sizeof(names)), 1);
+		T_TRUE(!strcmp(names, "vol-a"));
+	}
 	pmc_state_close(st);
 
 	unlink(pmem);
