@@ -267,6 +267,9 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 		}
 		a->cmd = cmds[c].cmd;
 		a->npos = nwords - used;
+		if (a->npos > PMC_CLI_POS_MAX)
+			return pmc_err_set(err, EINVAL, "%s: %d arguments given, expects %d to %d",
+					   name, a->npos, cmds[c].min_pos, cmds[c].max_pos);
 		for (int p = 0; p < a->npos; p++)
 			a->pos[p] = words[used + p];
 		if (a->help)

@@ -1060,6 +1060,11 @@ int pmc_config_volume_check(const struct pmc_config_volume *v, const char *where
 						   "(set disk.transport)",
 						   where, v->name, k->key);
 		}
+		if (!v->disk[0])
+			return pmc_err_set(err, EINVAL,
+					   "%s: volume \"%s\": no disk (a path, or an NVMe-oF "
+					   "disk.transport)",
+					   where, v->name);
 		return 0;
 	}
 	if (v->disk[0]) {

@@ -61,6 +61,11 @@ int main(void)
 	T_ERR(P("status", "--watch"), EINVAL, "only for stats");
 	T_ERR(P("stats", "--watch=0"), EINVAL, "seconds");
 	T_ERR(P("stats", "a", "b"), EINVAL, "expects 0 to 1");
+	/* one word more than the array of arguments holds (it was written
+	 * past its end before the count was checked) */
+	T_ERR(P("status", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14",
+		"15", "16", "17"),
+	      EINVAL, "status: 17 arguments given, expects 0 to 0");
 	T_ERR(P("stats", "bad/name"), EINVAL, "volume");
 
 	T_OK(P("volume", "add", "v1", "/dev/nvme0n1", "mode=write-through", "seq_cutoff=1M",

@@ -371,6 +371,10 @@ static void test_malformed(void)
 
 	/* volume-add */
 	BAD("{\"cmd\":\"volume-add\",\"name\":\"db\"}", EINVAL, "volume-add: missing \"disk\"");
+	/* a transport of "none" is no disk either (it passed, and the daemon
+	 * answered "disk : No such file or directory") */
+	BAD("{\"cmd\":\"volume-add\",\"name\":\"db\",\"disk.transport\":\"none\"}", EINVAL,
+	    "volume \"db\": no disk");
 	BAD("{\"cmd\":\"volume-add\",\"disk\":\"/dev/sdb\"}", EINVAL,
 	    "volume-add: missing \"name\"");
 	BAD("{\"cmd\":\"volume-add\",\"name\":\"db\",\"disk\":\"dev/sdb\"}", EINVAL,
