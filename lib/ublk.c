@@ -17,6 +17,7 @@
 
 #include "ring.h"
 #include "ublk.h"
+#include "ublk_probe.h"
 
 #define IOD_BUF_MAX (UBLK_MAX_QUEUE_DEPTH * sizeof(struct ublksrv_io_desc))
 
@@ -95,8 +96,6 @@ static int cmd(struct pmc_ublk_ctrl *c, unsigned op, uint32_t dev_id, void *buf,
 		.data = {data0},
 	};
 	struct io_uring_sqe *sqe = io_uring_get_sqe(c->ring);
-	struct io_uring_cqe *cqe;
-	int rc;
 
 	if (!sqe)
 		return -EBUSY;
@@ -105,15 +104,7 @@ static int cmd(struct pmc_ublk_ctrl *c, unsigned op, uint32_t dev_id, void *buf,
 	sqe->fd = c->fd;
 	sqe->cmd_op = c->use_ioctl ? ops[op].ioctl : ops[op].legacy;
 	memcpy(sqe->cmd, &cc, sizeof(cc));
-	rc = io_uring_submit_and_wait(c->ring, 1);
-	if (rc < 0)
-		return rc;
-	rc = io_uring_wait_cqe(c->ring, &cqe);
-	if (rc)
-		return rc;
-	rc = cqe->res;
-	io_uring_cqe_seen(c->ring, cqe);
-	return rc;
+	return pmc_ublk_ctrl_submit_wait(c->ring);
 }
 
 enum { OP_INFO, OP_ADD, OP_DEL, OP_START, OP_STOP, OP_PARAMS, OP_REC_START, OP_REC_END };

@@ -80,8 +80,6 @@ static int ctrl_cmd(struct io_uring *ring, int fd, uint32_t op, uint32_t dev_id,
 {
 	struct ublksrv_ctrl_cmd cmd;
 	struct io_uring_sqe *sqe;
-	struct io_uring_cqe *cqe;
-	int ret;
 
 	memset(&cmd, 0, sizeof(cmd));
 	cmd.dev_id = dev_id;
@@ -100,10 +98,22 @@ static int ctrl_cmd(struct io_uring *ring, int fd, uint32_t op, uint32_t dev_id,
 	_Static_assert(sizeof(cmd) <= 80, "ublksrv_ctrl_cmd fits the SQE128 payload");
 	memcpy(sqe->cmd, &cmd, sizeof(cmd));
 
-	ret = io_uring_submit_and_wait(ring, 1);
+	return pmc_ublk_ctrl_submit_wait(ring);
+}
+
+int pmc_ublk_ctrl_submit_wait(struct io_uring *ring)
+{
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	do
+		ret = io_uring_submit(ring);
+	while (ret == -EINTR || (ret == 0 && io_uring_sq_ready(ring)));
 	if (ret < 0)
 		return ret;
-	ret = io_uring_wait_cqe(ring, &cqe);
+	do
+		ret = io_uring_wait_cqe(ring, &cqe);
+	while (ret == -EINTR);
 	if (ret < 0)
 		return ret;
 	ret = cqe->res;

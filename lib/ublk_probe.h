@@ -130,6 +130,13 @@ struct pmc_ublk_features {
  */
 int pmc_ublk_probe(const char *ctrl_path, struct pmc_ublk_features *out, struct pmc_err *err);
 
+/* Submit the one control command prepared on ring and wait for its
+ * completion, through signals: an interrupted wait would leave the command
+ * in flight and hand its completion to the next one. Its res, or -errno
+ * when it could not be submitted. */
+struct io_uring;
+int pmc_ublk_ctrl_submit_wait(struct io_uring *ring);
+
 /* Name of feature bit 0..63 without the UBLK_F_ prefix ("USER_COPY"), or
  * NULL for a bit this build does not know. */
 const char *pmc_ublk_flag_name(unsigned bit);
