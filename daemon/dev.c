@@ -491,6 +491,26 @@ static void dev_free(struct pmcd_dev *d)
 	free(d);
 }
 
+/*
+ * The driver gives a device at most as many queues as the kernel has
+ * possible CPUs (ADD_DEV caps nr_hw_queues at nr_cpu_ids): n, or that
+ * count when it is smaller (/sys/devices/system/cpu/possible, "0-N").
+ */
+static uint16_t queues_cap(uint16_t n)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+	unsigned lo = 0, hi = 0;
+	int k = f ? fscanf(f, "%u-%u", &lo, &hi) : 0;
+
+	if (f)
+		fclose(f);
+	if (k == 1)
+		hi = lo;
+	if (k < 1 || hi + 1 >= n)
+		return n;
+	return (uint16_t)(hi + 1);
+}
+
 int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 		   const struct pmcd_dev_conf *conf, struct pmcd_dev **out, struct pmc_err *err)
 {
@@ -503,11 +523,17 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 	if (!d)
 		return pmc_err_set(err, ENOMEM, "%s: out of memory", conf->name);
 	d->conf = *conf;
+	d->conf.nr_queues = queues_cap(conf->nr_queues);
+	if (d->conf.nr_queues < conf->nr_queues)
+		pmc_log(LOG_WARNING,
+			"volume %s: queues.count %u, but the kernel has %u possible CPUs and the "
+			"ublk driver as many queues: %u queues",
+			conf->name, conf->nr_queues, d->conf.nr_queues, d->conf.nr_queues);
 	d->e = e;
 	d->ctrl = ctrl;
 	d->cdev_fd = -1;
 	snprintf(d->name, sizeof(d->name), "volume %s", conf->name);
-	d->queues = calloc(conf->nr_queues, sizeof(*d->queues));
+	d->queues = calloc(d->conf.nr_queues, sizeof(*d->queues));
 	if (!d->queues) {
 		free(d);
 		return pmc_err_set(err, ENOMEM, "%s: out of memory", conf->name);
@@ -517,14 +543,14 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 		goto err_free;
 	d->recovered = rc;
 	if (d->recovered) {
-		if (d->info.nr_hw_queues != conf->nr_queues || d->info.queue_depth != conf->depth ||
+		if (d->info.nr_hw_queues != d->conf.nr_queues || d->info.queue_depth != conf->depth ||
 		    d->info.max_io_buf_bytes != conf->max_io) {
 			rc = pmc_err_set(err, EINVAL,
 					 "%s: ublk device %u was made with %u queues of depth %u "
 					 "and %u-byte I/O; the configuration asks for %u, %u, %u",
 					 d->name, d->info.dev_id, d->info.nr_hw_queues,
 					 d->info.queue_depth, d->info.max_io_buf_bytes,
-					 conf->nr_queues, conf->depth, conf->max_io);
+					 d->conf.nr_queues, conf->depth, conf->max_io);
 			goto err_free;
 		}
 		d->user_copy = !!(d->info.flags & UBLK_F_USER_COPY);
@@ -540,11 +566,19 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 		d->user_copy = (ctrl->feat.flags & UBLK_F_USER_COPY) && !(no_uc && *no_uc == '1');
 		if (d->user_copy)
 			flags |= UBLK_F_USER_COPY;
-		rc = pmc_ublk_add(ctrl, d->conf.dev_id, conf->nr_queues, conf->depth, conf->max_io,
+		rc = pmc_ublk_add(ctrl, d->conf.dev_id, d->conf.nr_queues, conf->depth, conf->max_io,
 				  flags, &d->info, err);
 		if (rc)
 			goto err_free;
 		added = 1;
+		if (d->info.nr_hw_queues != d->conf.nr_queues) {
+			rc = pmc_err_set(err, EINVAL,
+					 "%s: the ublk driver made device %u with %u queues, not "
+					 "%u",
+					 d->name, d->info.dev_id, d->info.nr_hw_queues,
+					 d->conf.nr_queues);
+			goto err_del;
+		}
 		set_params(d, &p);
 		rc = pmc_ublk_set_params(ctrl, d->info.dev_id, &p, err);
 		if (rc)
@@ -570,7 +604,7 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 	if (rc)
 		goto err_del;
 	pmc_log(LOG_INFO, "%s: %s /dev/ublkb%u (%u queues of %u, %" PRIu64 " bytes, %s)", d->name,
-		d->recovered ? "recovered" : "serving", d->dev_id, conf->nr_queues, conf->depth,
+		d->recovered ? "recovered" : "serving", d->dev_id, d->conf.nr_queues, conf->depth,
 		conf->size, d->user_copy ? "user copy" : "tag buffers");
 	*out = d;
 	return 0;
