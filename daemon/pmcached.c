@@ -1032,6 +1032,16 @@ int main(int argc, char **argv)
 	d->max_io_start = d->conf.wb.max_io_bytes;
 	d->loop = ev_default_loop(0);
 	signal(SIGPIPE, SIG_IGN);
+	/* before start(), which may take long (NVMe-oF connects, takeovers):
+	 * a SIGTERM or SIGHUP meanwhile is kept for the loop (a stop or a
+	 * reload once serving), not the default action's death with devices
+	 * made */
+	ev_signal_init(&sig_term, on_stop, SIGTERM);
+	ev_signal_init(&sig_int, on_stop, SIGINT);
+	ev_signal_init(&sig_hup, on_hup, SIGHUP);
+	ev_signal_start(d->loop, &sig_term);
+	ev_signal_start(d->loop, &sig_int);
+	ev_signal_start(d->loop, &sig_hup);
 	lock_memory();
 	rc = start(d, &err);
 	if (rc) {
@@ -1050,12 +1060,6 @@ int main(int argc, char **argv)
 		pmc_pidfile_release(d->pid_path, d->pid_fd);
 		return 1;
 	}
-	ev_signal_init(&sig_term, on_stop, SIGTERM);
-	ev_signal_init(&sig_int, on_stop, SIGINT);
-	ev_signal_init(&sig_hup, on_hup, SIGHUP);
-	ev_signal_start(d->loop, &sig_term);
-	ev_signal_start(d->loop, &sig_int);
-	ev_signal_start(d->loop, &sig_hup);
 	if (sd_watchdog_enabled(0, &wd_usec) > 0) {
 		ev_timer_init(&watchdog, on_watchdog, 0, (double)wd_usec / 2e6);
 		ev_timer_start(d->loop, &watchdog);
