@@ -369,10 +369,30 @@ static int find_quiesced(struct pmcd_dev *d, struct pmc_err *err)
 	struct ublksrv_ctrl_dev_info info;
 	struct pmc_err gerr = {0};
 
+	uint64_t limit_ms = 5000, io_timeout_ms = 0;
+	char path[96];
+	FILE *f;
+
 	if (d->conf.dev_id < 0)
 		return 0;
-	/* the driver quiesces a device a little after its daemon died */
-	for (int i = 0; i < 50; i++) {
+	/* the driver quiesces a device a little after its daemon died; but a
+	 * queue whose every tag the dead daemon held has no fetch to cancel,
+	 * and the driver aborts it only when its requests time out (6.12's
+	 * ublk_timeout): wait that long too */
+	snprintf(path, sizeof(path), "/sys/block/ublkb%d/queue/io_timeout", d->conf.dev_id);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%" SCNu64, &io_timeout_ms) == 1 && io_timeout_ms < 600000)
+			limit_ms = io_timeout_ms + 5000 > limit_ms ? io_timeout_ms + 5000 : limit_ms;
+		fclose(f);
+	}
+	for (uint64_t waited = 0; waited <= limit_ms; waited += 100) {
+		if (waited == 5000)
+			pmc_log(LOG_NOTICE,
+				"%s: ublk device %d not quiesced yet: waiting up to %" PRIu64
+				" s for the driver (a queue full at the last daemon's end is "
+				"aborted when its requests time out)",
+				d->name, d->conf.dev_id, limit_ms / 1000);
 		if (pmc_ublk_get_info(d->ctrl, (uint32_t)d->conf.dev_id, &info, &gerr))
 			return 0; /* no such device */
 		if (info.state == UBLK_S_DEV_QUIESCED) {
