@@ -173,7 +173,7 @@ int pmc_cache_read(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nbl
 
 /* Drop cached copies (clean or dirty) of the range. Returns 0. */
 int pmc_cache_invalidate(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks);
-/* The same for every copy but a DIRTY one, which stays: kept[i] (kept may
+/* The same for every copy but a DIRTY or LOST one, which stays: kept[i] (kept may
  * be NULL) is its block, else UINT64_MAX. Like pmc_cache_invalidate, every key of the
  * range, cached or not, keeps a fill in flight from landing. Returns 0, or
  * -errno (a corrupt chain: that key is left alone, the rest still done up

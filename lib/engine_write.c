@@ -40,7 +40,7 @@ void pmc_eng_around_done(struct pmc_io *io, int res)
 	uint32_t end = first + (uint32_t)(io->len / e->bs);
 
 	/* the new data is durable on the disk (RWF_DSYNC was used whenever a
-	 * DIRTY copy was kept): drop the DIRTY copies it replaces, unless a
+	 * DIRTY or LOST copy was kept): drop the copies it replaces, unless a
 	 * newer write replaced them meanwhile */
 	for (uint32_t i = first; i < end; i++) {
 		uint64_t blk;
@@ -68,7 +68,9 @@ void pmc_eng_around_done(struct pmc_io *io, int res)
  * Drop the CLEAN cached copies of blocks [start, end) of x (each drop, and
  * the lookup of an absent block, also keeps any fill in flight from
  * landing). A DIRTY copy may be the only durable copy of an acknowledged
- * write: it stays, noted in x->blk[i] (else NO_BLK). Returns 1 if one did.
+ * write, and a LOST one stands for one (reads fail rather than return the
+ * older data on the disk): it stays, noted in x->blk[i] (else NO_BLK), and
+ * the write is then durable. Returns 1 if one did.
  */
 static int around_inval_clean(struct pmc_req_ctx *x, uint32_t start, uint32_t end)
 {

@@ -566,7 +566,9 @@ int pmc_cache_mark_clean_n(struct pmc_cache *c, uint32_t vol, const uint64_t *lb
  * their stripe locks: every unlink, one drain, then the FREE stores
  * (FORMAT.md, "Invalidate / discard"). Keys sharing a bucket are fine:
  * each walk sees the unlinks before it. With keep_dirty, a DIRTY copy
- * stays linked and kept[i] (if kept) names it, else PMC_BLK_NONE: decided
+ * stays linked and kept[i] (if kept) names it, else PMC_BLK_NONE; so does
+ * a LOST one (its EIO stands for an acknowledged write until the data
+ * that replaces it is durable): decided
  * under the same lock as the unlinks, so no copy turns DIRTY between look
  * and drop.
  */
@@ -592,7 +594,8 @@ static int invalidate_batch(struct pmc_cache *c, uint32_t vol, uint64_t lba, uin
 		if (kept)
 			kept[i] = PMC_BLK_NONE;
 		if (r == 0 && keep_dirty &&
-		    (pmc_load64(&c->descs[blk].state) & 0xff) == PMC_BLK_DIRTY) {
+		    ((pmc_load64(&c->descs[blk].state) & 0xff) == PMC_BLK_DIRTY ||
+		     (pmc_load64(&c->descs[blk].state) & 0xff) == PMC_BLK_LOST)) {
 			if (kept)
 				kept[i] = blk;
 		} else if (r == 0) {

@@ -21,6 +21,8 @@
  *                  flight before it closes the disk
  *   around_clean   a write-around drops the CLEAN copy before its disk write,
  *                  and a read miss during it caches nothing
+ *   around_lost    ... but keeps a LOST one (its EIO) until the new data is
+ *                  durable: the write is RWF_DSYNC
  *   through_order  overlapping write-through writes reach the disk in order
  *   through_wb     write-back of a newer copy waits for an older write-through
  *                  disk write of its blocks (a switch to write-back; a held one)
@@ -38,6 +40,7 @@
 #include <string.h>
 
 #include "etest.h"
+#include "poison.h"
 #include "t.h"
 
 #define NB 64		/* volume and cache size in blocks */
@@ -493,6 +496,51 @@ static void sc_through_order(void)
 }
 
 /*
+ * A LOST block (acknowledged write-back data whose pmem failed: reads fail
+ * rather than return the disk's older data) overwritten around the cache
+ * on a volatile disk: the LOST copy stays until the new data is durable,
+ * so the write is RWF_DSYNC; a power cut after its acknowledgement leaves
+ * the new data (the copy was dropped at once and the write plain: the
+ * disk's older data read back, silently).
+ */
+static void sc_around_lost(void)
+{
+	struct et_vdisk_stats s0, s1;
+	enum pmc_block_state st, was;
+	struct pmc_err err;
+	uint64_t blk;
+	int rc;
+
+	setup(PMC_MODE_WRITE_BACK);
+	T_EQ(write_ver(5, 5, 0), 0);
+	T_OK(pmc_cache_lookup_pin(g_t.c, g_v.vol, 5, &blk, &st));
+	T_OK(pmc_cache_quarantine(g_t.c, g_v.vol, 5, blk, &was));
+	pmc_cache_unpin(g_t.c, blk);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 5, 1, g_buf, 0), -EIO);
+	pmc_engine_clear_error(g_t.e, g_v.vol);
+	T_OK(pmc_engine_set_mode(g_t.e, g_v.vol, PMC_MODE_WRITE_AROUND, &err));
+	pmc_engine_writeback_step(g_t.e, g_q);
+	et_vdisk_get_stats(g_d, &s0);
+	T_EQ(write_ver(5, 6, 0), 0);
+	et_vdisk_get_stats(g_d, &s1);
+	if (s1.dsync_writes - s0.dsync_writes != 1)
+		T_FAIL("a write-around over a LOST block: %" PRIu64 " RWF_DSYNC of %" PRIu64
+		       " disk writes, expected the write durable",
+		       s1.dsync_writes - s0.dsync_writes, s1.writes - s0.writes);
+	expect_durable(5, 6, "a write-around over a LOST block");
+	process_crash();
+	et_vdisk_power_cut(g_d, ET_LAND_NONE, &g_rng);
+	open_engine();
+	rc = et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 5, 1, g_buf, 0);
+	if (rc != 0 || et_version(g_buf, TAG, 5) != 6)
+		T_FAIL("a write-around over a LOST block, then a power cut: read %d, version %" PRIu64
+		       ", expected the acknowledged 6",
+		       rc, et_version(g_buf, TAG, 5));
+	teardown();
+	printf("ok: around_lost\n");
+}
+
+/*
  * Write-back of a newer copy stays off blocks whose older write-through
  * disk write is still on its way: (a) the volume switched to write-back
  * with that write in flight, (b) two write-through writes, the newer held
@@ -669,6 +717,7 @@ static const struct {
 	{"around_clean", sc_around_clean},
 	{"through_order", sc_through_order},
 	{"through_wb", sc_through_wb},
+	{"around_lost", sc_around_lost},
 	{"discard_order", sc_discard_order},
 };
 
