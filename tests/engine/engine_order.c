@@ -27,6 +27,7 @@
  *   through_wb     write-back of a newer copy waits for an older write-through
  *                  disk write of its blocks (a switch to write-back; a held one)
  *   discard_order  a discard lands after a write-back write of its blocks
+ *   discard_nodisk ... and waits for it on a disk that cannot discard
  *
  * Usage: engine_order [--only NAME]
  */
@@ -39,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_internal.h"
 #include "etest.h"
 #include "poison.h"
 #include "t.h"
@@ -648,6 +650,28 @@ static void sc_discard_order(void)
 	printf("ok: discard_order\n");
 }
 
+/*
+ * The same on a disk that cannot discard: nothing goes to the disk, but
+ * the discard still waits for the write-back write of its block, or a
+ * read miss meanwhile caches (CLEAN) what that write then changes.
+ */
+static void sc_discard_nodisk(void)
+{
+	struct et_req dr;
+
+	slow_writeback(20, NULL);
+	g_t.e->vols[g_v.vol].disk->can_discard = 0;
+	et_submit(g_q, &dr, PMC_REQ_DISCARD, g_v.vol, 20, 1, NULL, 0);
+	poll_ms(5);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 20, 1, g_buf, 0), 0);
+	wait_req(&dr, "discard of block 20");
+	T_EQ(dr.res, 0);
+	et_quiesce(g_q, NULL);
+	expect_clean_agrees(ET_LAND_ALL, "a discard on a disk that cannot discard");
+	teardown();
+	printf("ok: discard_nodisk\n");
+}
+
 static atomic_int g_detached;
 
 static void *detach_main(void *arg)
@@ -719,6 +743,7 @@ static const struct {
 	{"through_wb", sc_through_wb},
 	{"around_lost", sc_around_lost},
 	{"discard_order", sc_discard_order},
+	{"discard_nodisk", sc_discard_nodisk},
 };
 
 int main(int argc, char **argv)
