@@ -27,6 +27,7 @@
 #include "nvme_health.h"
 #include "nvme_info.h"
 #include "nvmf.h"
+#include "poison.h"
 #include "signature.h"
 #include "pmem.h"
 
@@ -138,6 +139,13 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	if (rc) {
 		pmc_pmem_close(pm);
 		return rc == -EACCES ? PMC_EXIT_PERM : PMC_EXIT_CORRUPT;
+	}
+	/* a poisoned metadata line would end the walk with SIGBUS: the
+	 * namespace's bad ranges are named instead */
+	if (pmc_cache_meta_badblocks(c, err)) {
+		pmc_cache_abandon(c);
+		pmc_pmem_close(pm);
+		return PMC_EXIT_CORRUPT;
 	}
 	pmc_cache_get_info(c, &ci);
 	rc = pmc_cache_check(c, &rep, err);
@@ -314,7 +322,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	struct pmc_cache *c = NULL;
 	struct json_object *o, *sbs, *vols, *descs;
 	const struct pmc_sb *sb = NULL;
-	int ex, rc;
+	int ex, rc, bad_meta = 0;
 
 	if ((ex = target(ctx, &path, err)))
 		return ex;
@@ -329,6 +337,10 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	}
 	/* the superblock the library accepts; else the newest copy with the magic */
 	rc = pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, err);
+	/* a bad range in the metadata: no table is walked (a poisoned line
+	 * would end the dump with SIGBUS) */
+	if (!rc && pmc_cache_meta_badblocks(c, err))
+		rc = bad_meta = -EIO;
 	o = json_object_new_object();
 	sbs = json_object_new_array();
 	for (unsigned i = 0; i < PMC_SB_COPIES; i++) {
@@ -346,7 +358,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	json_object_object_add(o, "superblocks", sbs);
 	vols = json_object_new_array();
 	descs = json_object_new_array();
-	if (sb && sb->vol_off <= pm->size && sb->max_volumes <= 4096 &&
+	if (sb && !bad_meta && sb->vol_off <= pm->size && sb->max_volumes <= 4096 &&
 	    sb->vol_off + (uint64_t)sb->max_volumes * sizeof(struct pmc_vol) <= pm->size) {
 		for (uint32_t i = 0; i < sb->max_volumes; i++) {
 			const struct pmc_vol *v =
@@ -386,7 +398,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			json_object_array_add(vols, vo);
 		}
 	}
-	if (sb && sb->desc_off <= pm->size &&
+	if (sb && !bad_meta && sb->desc_off <= pm->size &&
 	    sb->nr_blocks <= (pm->size - sb->desc_off) / sizeof(struct pmc_desc)) {
 		uint64_t shown = 0;
 

@@ -215,14 +215,16 @@ static void bad_block(struct pmc_cache *c, uint64_t blk)
 	pmc_pmem_persist(c->pm, &d->state, sizeof(uint64_t));
 }
 
-int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err)
+/* the namespace's bad ranges: one in the metadata refuses (-EIO); with
+ * quarantine, the cache blocks of the others are quarantined */
+static int badblocks(struct pmc_cache *c, int quarantine, struct pmc_err *err)
 {
 	struct pmem2_badblock_context *ctx = NULL;
 	struct pmem2_badblock bb;
 	uint64_t data_off = c->sb.data_off, n = 0;
 	int rc;
 
-	if (!c->pm->src || c->rdonly)
+	if (!c->pm->src || (quarantine && c->rdonly))
 		return 0;
 	/* a file on any file system lists its bad blocks (none, mostly): a
 	 * failure here is the device's bad-block list that cannot be read */
@@ -242,6 +244,8 @@ int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err)
 					   "metadata; the cache cannot be trusted",
 					   c->pm->path, bb.offset, bb.length);
 		}
+		if (!quarantine)
+			continue;
 		first = (bb.offset - data_off) / c->block_size;
 		end = (bb.offset + bb.length - data_off + c->block_size - 1) / c->block_size;
 		for (uint64_t blk = first; blk < end && blk < c->nr_blocks; blk++, n++)
@@ -256,4 +260,14 @@ int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err)
 		pmc_log(LOG_WARNING, "pmem %s: %" PRIu64 " cache blocks in bad ranges quarantined",
 			c->pm->path, n);
 	return 0;
+}
+
+int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err)
+{
+	return badblocks(c, 1, err);
+}
+
+int pmc_cache_meta_badblocks(struct pmc_cache *c, struct pmc_err *err)
+{
+	return badblocks(c, 0, err);
 }

@@ -55,5 +55,9 @@ int pmc_cache_quarantine(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
  * has none.
  */
 int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err);
+/* Only the refusal of a bad range in the metadata (read-only opens too):
+ * asked before anything walks the metadata (the unsafe-shutdown check,
+ * pmcachectl check and dump), whose loads would raise SIGBUS there. */
+int pmc_cache_meta_badblocks(struct pmc_cache *c, struct pmc_err *err);
 
 #endif

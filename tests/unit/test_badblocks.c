@@ -12,7 +12,9 @@
  * cache whose next open counts one dirty block and passes the checker
  * (the quarantine ran under the clean close's counters, which said two,
  * and a crash before the commit left them trusted); and a bad range in
- * the metadata refuses the open.
+ * the metadata refuses the open, also after an unsafe shutdown (whose
+ * whole-metadata check must not read a poisoned line: one page is mapped
+ * to raise SIGBUS) and on a read-only open before any walk.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,11 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "cache_internal.h"
 #include "check.h"
 #include "pmem.h"
+#include "poison.h"
 #include "t.h"
 #include "tcache.h"
 
@@ -56,8 +60,43 @@ void pmem2_badblock_context_delete(struct pmem2_badblock_context **ctx)
 	*ctx = NULL;
 }
 
+/* and the namespace's unsafe-shutdown count and id (test_usc.c) */
+static uint64_t g_usc = 7;
+
+int pmem2_source_device_usc(const struct pmem2_source *src, uint64_t *usc)
+{
+	(void)src;
+	*usc = g_usc;
+	return 0;
+}
+
+int pmem2_source_device_id(const struct pmem2_source *src, char *id, size_t *len)
+{
+	static const char s[] = "0001-02-0003-00000004";
+
+	(void)src;
+	if (!id) {
+		*len = sizeof(s);
+		return 0;
+	}
+	memcpy(id, s, sizeof(s));
+	return 0;
+}
+
 static struct pmc_err err;
 static char g_path[256], g_snap[256];
+
+/* page off of the mapping reads as a machine check would: SIGBUS (an
+ * empty file mapped over it: every page past its end) */
+static void poison_page(struct pmc_pmem *pm, uint64_t off, const char *hole)
+{
+	int fd = open(hole, O_CREAT | O_TRUNC | O_RDWR, 0600);
+
+	T_TRUE(fd >= 0);
+	T_TRUE(mmap(pm->base + off, BS, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) !=
+	       MAP_FAILED);
+	close(fd);
+}
 
 /* the crash: the pmem as it is now, copied (the mapping is shared) */
 static void snapshot(struct pmc_cache *c)
@@ -118,6 +157,34 @@ int main(void)
 	T_OK(pmc_pmem_open(g_path, 0, &pm, &err));
 	T_ERR(pmc_cache_open(pm, 0, &c, &err), EIO, "in the metadata");
 	pmc_pmem_close(pm);
+
+	/* ... also after an unsafe shutdown, whose whole-metadata check would
+	 * read the poisoned line (SIGBUS) if it ran before the list is read;
+	 * and a read-only open (pmcachectl check, dump) names it before any
+	 * walk */
+	{
+		char hole[300];
+		uint64_t off;
+
+		snprintf(hole, sizeof(hole), "%s.hole", g_path);
+		T_OK(pmc_pmem_open(g_path, 0, &pm, &err));
+		T_OK(pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, &err));
+		off = c->sb.desc_off / BS * BS; /* the descriptor table's first page */
+		T_TRUE(c->sb.pmem_usc == g_usc && c->sb.pmem_id[0]);
+		pmc_cache_abandon(c);
+		pmc_pmem_close(pm);
+		g_usc++; /* read at the pmem's open */
+		T_OK(pmc_pmem_open(g_path, 0, &pm, &err));
+		g_bad[0].offset = off;
+		poison_page(pm, off, hole);
+		T_ERR(pmc_cache_open(pm, 0, &c, &err), EIO, "in the metadata");
+		T_OK(pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, &err));
+		T_ERR(pmc_cache_meta_badblocks(c, &err), EIO, "in the metadata");
+		pmc_cache_abandon(c);
+		pmc_pmem_close(pm);
+		unlink(hole);
+		printf("ok: a poisoned metadata line after an unsafe shutdown: refused, not read\n");
+	}
 	unlink(g_path);
 	unlink(g_snap);
 	free(buf);
