@@ -52,7 +52,8 @@ static int target(struct pmc_cli_ctx *ctx, const char **path, struct pmc_err *er
 	return 0;
 }
 
-/* refuse a pmem that the running daemon serves (its status names it) */
+/* refuse a pmem that the running daemon serves (its status names it, and
+ * not as unavailable) */
 static int not_served(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err *err)
 {
 	struct pmc_client cl;
@@ -70,9 +71,15 @@ static int not_served(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err 
 	    r.kind == PMC_CTL_REPLY_OK && r.payload) {
 		struct json_object *p;
 
+		struct json_object *u;
+
+		/* a daemon that could not open its pmem runs pass-through and
+		 * holds no lock on it: the lock decides (open_pmem) */
 		if (json_object_object_get_ex(r.payload, "pmem", &p) &&
 		    json_object_is_type(p, json_type_string) && realpath(path, a) &&
-		    realpath(json_object_get_string(p), b) && !strcmp(a, b)) {
+		    realpath(json_object_get_string(p), b) && !strcmp(a, b) &&
+		    !(json_object_object_get_ex(r.payload, "pmem_unavailable", &u) &&
+		      json_object_get_boolean(u))) {
 			busy = 1;
 			if (json_object_object_get_ex(r.payload, "pid", &p))
 				pid = json_object_get_int64(p);

@@ -29,6 +29,9 @@ static void put(int fd, char *line)
 
 /* serve one connection: each request line gets a canned answer */
 static int g_recount; /* the server answers status as right after a crash */
+/* 1: status names g_pmem as its pmem; 2: ... as one it could not open */
+static int g_pmem_state;
+static char g_pmem[128];
 
 static void serve_conn(int fd)
 {
@@ -48,6 +51,13 @@ static void serve_conn(int fd)
 			memset(&r, 0, sizeof(r));
 			if (pmc_ctl_decode(buf, l, &r, &err)) {
 				put(fd, pmc_ctl_reply_error(&r.id, EINVAL, err.msg));
+			} else if (r.cmd == PMC_CTL_STATUS && g_pmem_state) {
+				char j[512];
+
+				snprintf(j, sizeof(j),
+					 "{\"pmem\":\"%s\",\"pid\":4242,%s\"volumes\":[]}", g_pmem,
+					 g_pmem_state == 2 ? "\"pmem_unavailable\":true," : "");
+				put(fd, pmc_ctl_reply_ok(&r.id, json_tokener_parse(j)));
 			} else if (r.cmd == PMC_CTL_STATUS && g_recount) {
 				/* right after a crash: the counts are being rebuilt */
 				json_object *o = json_tokener_parse(
@@ -238,6 +248,33 @@ int main(int argc, char **argv)
 	waitpid(srv, NULL, 0);
 	if (!strstr(out, "(recount pending)") || !strstr(out, "counting") || strstr(out, "0 B "))
 		T_FAIL("status while the counts are rebuilt shows partial counts:\n%s", out);
+	/* check and dump refuse the pmem a daemon serves; not one it could
+	 * not open (it runs pass-through and holds no lock on it: the lock
+	 * decides) */
+	snprintf(g_pmem, sizeof(g_pmem), "/tmp/pmc-fake-%d.pmem", getpid());
+	{
+		FILE *f = fopen(g_pmem, "w");
+
+		T_TRUE(f && ftruncate(fileno(f), 1 << 20) == 0);
+		fclose(f);
+	}
+	for (g_pmem_state = 1; g_pmem_state <= 2; g_pmem_state++) {
+		srv = start_server();
+		for (int k = 0; k < 2; k++) {
+			int rc = run(argv[1], 0, out, sizeof(out), err, sizeof(err),
+				     k ? "dump" : "check", g_pmem, NULL);
+
+			if (g_pmem_state == 1 && (rc != 6 || !strstr(err, "served by pmcached (pid 4242)")))
+				T_FAIL("%s of the served pmem: exit %d: %s", k ? "dump" : "check", rc, err);
+			if (g_pmem_state == 2 && (rc == 6 || strstr(err, "served by")))
+				T_FAIL("%s of the pmem the daemon could not open: exit %d: %s",
+				       k ? "dump" : "check", rc, err);
+		}
+		kill(srv, SIGKILL);
+		waitpid(srv, NULL, 0);
+	}
+	g_pmem_state = 0;
+	unlink(g_pmem);
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
 	unlink(sock_path);
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
