@@ -322,8 +322,9 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 		memset(c->counted, 1, sizeof(c->counted));
 		atomic_store(&c->counts_valid, 1);
 	}
-	if (!c->rdonly && c->sb.minor == 0)
-		vol_convert(c);
+	/* what may refuse the open goes first: a refused open writes nothing
+	 * (a 1.0 cache converted, then refused, could no longer be opened by
+	 * the build that wrote it) */
 	if (!c->rdonly) {
 		rc = media_check(c, err);
 		if (rc) {
@@ -331,6 +332,8 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 			return rc;
 		}
 	}
+	if (!c->rdonly && c->sb.minor == 0)
+		vol_convert(c);
 	if (!c->rdonly) {
 		if (pmc_test_open_committing)
 			pmc_test_open_committing(c);

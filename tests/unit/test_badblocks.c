@@ -17,6 +17,7 @@
  * to raise SIGBUS) and on a read-only open before any walk.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <libpmem2.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "cache_internal.h"
 #include "check.h"
@@ -184,6 +186,52 @@ int main(void)
 		pmc_pmem_close(pm);
 		unlink(hole);
 		printf("ok: a poisoned metadata line after an unsafe shutdown: refused, not read\n");
+	}
+	/* a 1.0 cache whose read-write open is refused (a bad range in the
+	 * metadata) is left as it was: its volume slots were converted to 1.1
+	 * first, and the 1.0 build that wrote it could no longer read them */
+	{
+		struct pmc_sb *sb;
+		struct pmc_vol *vs, saved;
+		unsigned slot = 0;
+		uint32_t vol;
+
+		unlink(g_path);
+		g_nbad = 0;
+		T_OK(pmc_pmem_open(g_path, 16u << 20, &pm, &err));
+		T_OK(pmc_cache_format(pm, NULL, &err));
+		T_OK(pmc_cache_open(pm, 0, &c, &err));
+		T_OK(pmc_cache_volume_add(c, "db", "/dev/x", 1 << 20, &vol, &err));
+		pmc_cache_close(c);
+		/* made 1.0 (lib/FORMAT.md): the disk path in 128 bytes at 104,
+		 * the slot's checksum over bytes 8..231; no ro_compat bits */
+		sb = (struct pmc_sb *)pm->base;
+		if (((struct pmc_sb *)(pm->base + PMC_SB_SLOT))->seq > sb->seq) {
+			sb = (struct pmc_sb *)(pm->base + PMC_SB_SLOT);
+			slot = 1;
+		}
+		vs = (struct pmc_vol *)(pm->base + sb->vol_off + vol * sizeof(*vs));
+		memset((char *)vs + 104, 0, 128);
+		strcpy((char *)vs + 104, "/dev/disk/by-path/pci-0000:3b:00.0-sas-exp0x500605b0000272bf-"
+					 "phy12-lun-0-part1");
+		*(uint64_t *)((char *)vs + 232) = crc32(0L, (const Bytef *)vs + 8, 224);
+		sb->minor = 0;
+		sb->ro_compat = 0;
+		sb->csum = (uint32_t)crc32(0L, (const Bytef *)sb, offsetof(struct pmc_sb, csum));
+		memcpy(pm->base + (1 - slot) * PMC_SB_SLOT, sb, sizeof(*sb));
+		saved = *vs;
+		g_bad[0].offset = sb->desc_off;
+		g_nbad = 1;
+		pmc_pmem_close(pm);
+		T_OK(pmc_pmem_open(g_path, 0, &pm, &err));
+		T_ERR(pmc_cache_open(pm, 0, &c, &err), EIO, "in the metadata");
+		sb = (struct pmc_sb *)(pm->base + slot * PMC_SB_SLOT);
+		vs = (struct pmc_vol *)(pm->base + sb->vol_off + vol * sizeof(*vs));
+		T_EQ(sb->minor, 0);
+		if (memcmp(vs, &saved, sizeof(saved)))
+			T_FAIL("a refused open of a 1.0 cache changed its volume slot");
+		pmc_pmem_close(pm);
+		printf("ok: a refused open of a 1.0 cache writes nothing\n");
 	}
 	unlink(g_path);
 	unlink(g_snap);
