@@ -153,6 +153,8 @@ struct pmc_cli_ctx {
 	const struct pmc_cli_args *a;
 	char socket[108];
 	char pmem[4096]; /* from the config, for check/format/dump; "" unknown */
+	int printed;	 /* the command printed its JSON document, which says
+			    what went wrong: main() prints no second one */
 };
 int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err);
 int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err);

@@ -176,6 +176,7 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		json_object_object_add(o, "repaired", json_object_new_uint64(0));
 		pmc_print_json(o, 0);
 		json_object_put(o);
+		ctx->printed = 1;
 	} else {
 		printf("pmem         %s (%" PRIu64 " blocks of %u bytes)\n", path, ci.nr_blocks,
 		       ci.block_size);
@@ -437,6 +438,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	json_object_object_add(o, "descriptors", descs);
 	if (a->json) {
 		pmc_print_json(o, 0);
+		ctx->printed = 1;
 	} else {
 		printf("pmem %s, %" PRIu64 " bytes: %s%s\n", path, pm->size,
 		       rc ? "NOT VALID: " : "valid cache", rc ? err->msg : "");

@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 	}
 	if (ex && err.msg[0]) {
 		fprintf(stderr, "pmcachectl: %s\n", err.msg);
-		if (a.json) {
+		if (a.json && !ctx.printed) {
 			struct json_object *o = json_object_new_object();
 
 			json_object_object_add(o, "ok", json_object_new_boolean(0));

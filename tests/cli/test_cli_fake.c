@@ -270,6 +270,17 @@ int main(int argc, char **argv)
 				T_FAIL("%s of the pmem the daemon could not open: exit %d: %s",
 				       k ? "dump" : "check", rc, err);
 		}
+		/* --json: one document, also when it reports a bad cache (the
+		 * error object followed the report) */
+		if (g_pmem_state == 2) {
+			int rc = run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--json", "dump",
+				     g_pmem);
+			const char *end = strstr(out, "\n}\n");
+
+			if (!rc || out[0] != '{' || !end || end[3] || strstr(out, "\"ok\""))
+				T_FAIL("--json dump of a bad cache: exit %d, not one JSON document:\n%s",
+				       rc, out);
+		}
 		kill(srv, SIGKILL);
 		waitpid(srv, NULL, 0);
 	}
