@@ -31,9 +31,11 @@
 #include "signature.h"
 #include "pmem.h"
 
+/* exit code of an offline command's error: as the daemon's, but a path
+ * that is not there is a failure, not 5 "unknown volume" (pmcachectl(8)) */
 static int exit_of(const struct pmc_err *err)
 {
-	return pmc_cli_exit_of(err->code);
+	return err->code == ENOENT ? PMC_EXIT_FAIL : pmc_cli_exit_of(err->code);
 }
 
 /* the pmem to work on: the argument, else the config's pmem.path */

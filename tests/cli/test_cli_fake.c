@@ -286,6 +286,9 @@ int main(int argc, char **argv)
 	}
 	g_pmem_state = 0;
 	unlink(g_pmem);
+	/* a pmem path that is not there: a failure (1), not "unknown volume" (5) */
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "check", g_pmem, NULL), 1);
+	T_TRUE(strstr(err, "No such file or directory") != NULL);
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
 	unlink(sock_path);
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
