@@ -173,10 +173,12 @@ int main(void)
 	T_OK(P("check", "/dev/dax0.0", "--repair"));
 	T_TRUE(a.cmd == PMC_CLI_CHECK && a.repair && !strcmp(a.pos[0], "/dev/dax0.0"));
 	T_ERR(P("status", "--repair"), EINVAL, "only for check");
-	T_OK(P("format", "/tmp/p", "--force", "--block-size", "64K", "--max-volumes=8", "--size",
+	T_OK(P("format", "/tmp/p", "--force", "--block-size", "4K", "--max-volumes=8", "--size",
 	       "1G"));
-	T_TRUE(a.force && a.block_size == 65536 && a.max_volumes == 8 && a.size == 1ull << 30);
-	T_ERR(P("format", "--block-size", "3000"), EINVAL, "power of two");
+	T_TRUE(a.force && a.block_size == 4096 && a.max_volumes == 8 && a.size == 1ull << 30);
+	T_ERR(P("format", "--block-size", "3000"), EINVAL, "only 4K");
+	/* a 64K cache was formatted, and pmcached then refused to start on it */
+	T_ERR(P("format", "--block-size", "64K"), EINVAL, "only 4K (pmcached serves 4 KiB blocks)");
 	T_OK(P("dump", "--all", "--limit", "5"));
 	T_TRUE(a.all && a.limit == 5);
 	T_OK(P("disks"));
