@@ -207,22 +207,38 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	return rc ? PMC_EXIT_CORRUPT : 0;
 }
 
+static int format_at(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err *err);
+
+/* a format that fails leaves no file it created (--size): the retry with
+ * another size would be refused by the one left */
 int pmc_cmd_format(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 {
-	const struct pmc_cli_args *a = ctx->a;
-	struct pmc_format_opts opts = {.block_size = a->block_size, .max_volumes = a->max_volumes};
 	const char *path;
-	struct pmc_pmem *pm = NULL;
-	struct pmc_cache *c = NULL;
-	struct pmc_cache_info ci;
-	char what[160] = "";
-	char uuid[40];
-	int ex, rc;
+	struct stat st;
+	int ex, created;
 
 	if ((ex = target(ctx, &path, err)))
 		return ex;
 	if (not_served(ctx, path, err))
 		return PMC_EXIT_BUSY;
+	created = ctx->a->size && stat(path, &st) != 0 && errno == ENOENT;
+	ex = format_at(ctx, path, err);
+	if (ex && created)
+		unlink(path);
+	return ex;
+}
+
+static int format_at(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err *err)
+{
+	const struct pmc_cli_args *a = ctx->a;
+	struct pmc_format_opts opts = {.block_size = a->block_size, .max_volumes = a->max_volumes};
+	struct pmc_pmem *pm = NULL;
+	struct pmc_cache *c = NULL;
+	struct pmc_cache_info ci;
+	char what[160] = "";
+	char uuid[40];
+	int rc;
+
 	if (open_pmem(path, a->size, PMC_LOCK_EXCLUSIVE, &pm, err))
 		return exit_of(err);
 	rc = pmc_pmem_signature(path, pm, what, sizeof(what));

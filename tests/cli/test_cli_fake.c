@@ -289,6 +289,20 @@ int main(int argc, char **argv)
 	/* a pmem path that is not there: a failure (1), not "unknown volume" (5) */
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "check", g_pmem, NULL), 1);
 	T_TRUE(strstr(err, "No such file or directory") != NULL);
+	/* a format --size that fails leaves no file it made: the retry with
+	 * the right size was refused by the file left ("exists with ...") */
+	{
+		char sz[] = "--size=1M";
+
+		T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "format", g_pmem, sz), 1);
+		T_TRUE(strstr(err, "too small") != NULL);
+		T_TRUE(access(g_pmem, F_OK) != 0 && errno == ENOENT);
+		T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "format", g_pmem,
+			 "--size=64M"),
+		     0);
+		T_TRUE(strstr(out, "formatted") != NULL);
+		unlink(g_pmem);
+	}
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
 	unlink(sock_path);
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
