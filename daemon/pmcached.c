@@ -950,14 +950,21 @@ static int start(struct pmcd *d, struct pmc_err *err)
 
 static void stop(struct pmcd *d)
 {
+	int unsynced;
+
 	pmcd_path_stop(d);
 	stop_devices(d);
 	pmcd_wb_stop(&d->wb);
-	pmc_engine_destroy(d->e); /* closes the disks; marks clean volumes */
+	unsynced = pmc_engine_destroy(d->e); /* closes the disks; marks clean volumes */
 	d->e = NULL;
 	pmc_ublk_ctrl_close(d->ctrl);
-	if (d->cache)
+	if (d->cache && unsynced) {
+		pmc_log(LOG_ERR, "a disk could not be synced: the cache is left as after a crash, "
+				 "so that read misses are cached only after a disk sync succeeds");
+		pmc_cache_abandon(d->cache);
+	} else if (d->cache) {
 		pmc_cache_close(d->cache); /* records a clean shutdown */
+	}
 	pmc_pmem_close(d->pm);
 	pmc_state_close(d->state);
 }

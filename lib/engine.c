@@ -213,19 +213,24 @@ static void sync_plain(struct pmc_evol *v, struct pmc_disk *disk, const char *wh
 			when, strerror(-rc));
 }
 
-void pmc_engine_destroy(struct pmc_engine *e)
+int pmc_engine_destroy(struct pmc_engine *e)
 {
+	int unsynced = 0;
+
 	if (!e)
-		return;
+		return 0;
 	pmc_eng_wb_drop_open(e);
 	pmc_eng_state_mark_clean(e);
-	for (uint32_t i = 0; i < e->nvols; i++)
+	for (uint32_t i = 0; i < e->nvols; i++) {
 		if (e->vols[i].disk) {
 			sync_plain(&e->vols[i], e->vols[i].disk, "shutdown");
 			pmc_disk_close(e->vols[i].disk);
 			if (e->c)
 				pmc_cache_volume_put(e->c, i);
 		}
+		/* this sync failed, or the one of the slot's last detach */
+		unsynced |= plain_unsynced(&e->vols[i]);
+	}
 	while (e->wb_free) {
 		struct wb_io *w = e->wb_free;
 
@@ -248,6 +253,7 @@ void pmc_engine_destroy(struct pmc_engine *e)
 	free(e->wb_oldest);
 	free(e->items);
 	free(e);
+	return unsynced;
 }
 
 static void apply_conf(struct pmc_evol *v, const struct pmc_volume_conf *vc)

@@ -17,6 +17,8 @@
  *   detach_unsynced  ... nor after the volume was detached and attached
  *                  again in the same process (the detach syncs; if that
  *                  sync fails, no fill until the next one succeeds)
+ *   stop_unsynced  ... nor after a clean stop whose sync failed (no clean
+ *                  shutdown is recorded then)
  *   detach_inflight  a detach waits for the volume's write-back I/O in
  *                  flight before it closes the disk
  *   around_clean   a write-around drops the CLEAN copy before its disk write,
@@ -672,6 +674,27 @@ static void sc_discard_nodisk(void)
 	printf("ok: discard_nodisk\n");
 }
 
+/*
+ * A clean stop whose sync of the disk failed leaves acknowledged plain
+ * writes in the disk's volatile cache: the next process must not cache a
+ * read miss of them before a sync of its own (the cache then records no
+ * clean shutdown: pmc_engine_destroy says so, and et_close does as the
+ * daemon's stop).
+ */
+static void sc_stop_unsynced(void)
+{
+	setup(PMC_MODE_WRITE_AROUND);
+	T_EQ(write_ver(5, 5, 0), 0); /* plain */
+	et_vdisk_fail_next(g_d, PMC_IO_FSYNC, EIO);
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 0);
+	open_engine();
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 5, 1, g_buf, 0), 0);
+	expect_clean_agrees(ET_LAND_NONE, "a read miss after a stop whose sync failed");
+	teardown();
+	printf("ok: stop_unsynced\n");
+}
+
 static atomic_int g_detached;
 
 static void *detach_main(void *arg)
@@ -744,6 +767,7 @@ static const struct {
 	{"around_lost", sc_around_lost},
 	{"discard_order", sc_discard_order},
 	{"discard_nodisk", sc_discard_nodisk},
+	{"stop_unsynced", sc_stop_unsynced},
 };
 
 int main(int argc, char **argv)

@@ -302,7 +302,10 @@ void et_attach(struct et *t, struct et_vol *v, const struct pmc_volume_conf *vc,
 
 void et_close(struct et *t, int crash)
 {
-	pmc_engine_destroy(t->e);
+	/* as pmcached's stop: no clean shutdown recorded when a disk could
+	 * not be synced */
+	if (pmc_engine_destroy(t->e))
+		crash = 1;
 	t->e = NULL;
 	if (crash)
 		pmc_cache_abandon(t->c);
