@@ -120,16 +120,18 @@ close:
  * an unlocked stretch: a remove and an add may have put another volume
  * in it since; d->lock held */
 static int same_volume(const struct pmcd_volume *v, const struct pmc_config_volume *conf,
-		       const struct pmc_disk *disk)
+		       uint64_t gen)
 {
-	return v->used && v->disk == disk && !strcmp(v->conf.name, conf->name);
+	/* not the disk's address: a remove and an add of the same name may
+	 * get a new disk at the old one's address */
+	return v->used && v->gen == gen && !strcmp(v->conf.name, conf->name);
 }
 
 static void check_volume(struct pmcd *d, unsigned i, int kicked)
 {
 	struct pmcd_volume *v = &d->vols[i];
 	struct pmc_config_volume conf;
-	const struct pmc_disk *disk;
+	uint64_t gen;
 	struct pmc_nvmf_path p;
 	struct pmc_err err = {0};
 	uint64_t now = mono_ns();
@@ -141,7 +143,7 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 		return;
 	}
 	conf = v->conf;
-	disk = v->disk;
+	gen = v->gen;
 	pthread_mutex_unlock(&d->lock);
 
 	rc = pmc_nvmf_find(&conf.nvmf, &p, &err);
@@ -149,7 +151,7 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 		int attempt;
 
 		pthread_mutex_lock(&d->lock);
-		if (!same_volume(v, &conf, disk)) {
+		if (!same_volume(v, &conf, gen)) {
 			pthread_mutex_unlock(&d->lock);
 			return;
 		}
@@ -169,7 +171,7 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 			return;
 		rc = pmc_nvmf_connect(&conf.nvmf, conf.name, PATH_CONNECT_WAIT_MS, &p, &err);
 		pthread_mutex_lock(&d->lock);
-		if (!same_volume(v, &conf, disk)) {
+		if (!same_volume(v, &conf, gen)) {
 			pthread_mutex_unlock(&d->lock);
 			return;
 		}
@@ -196,7 +198,7 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 
 	live = !strcmp(p.state, "live");
 	pthread_mutex_lock(&d->lock);
-	if (!same_volume(v, &conf, disk)) {
+	if (!same_volume(v, &conf, gen)) {
 		pthread_mutex_unlock(&d->lock);
 		return;
 	}

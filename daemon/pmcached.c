@@ -403,6 +403,7 @@ static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsign
 	v->path_down = absent;
 	v->path_backoff_ms = absent ? PMCD_PATH_BACKOFF_MIN_MS : 0;
 	v->path_retry_ns = absent ? pmc_mono_ns() + PMCD_PATH_BACKOFF_MIN_MS * 1000000ull : 0;
+	v->gen = ++d->vol_gen;
 	v->used = 1;
 	pthread_mutex_unlock(&d->lock);
 	return 0;

@@ -36,6 +36,7 @@ struct pmcd_volume {
 	uint64_t path_retry_ns;	  /* next reconnect attempt (CLOCK_MONOTONIC) */
 	uint32_t path_backoff_ms; /* doubling to 60 s */
 	int removing;		  /* volume-remove under way: a reload leaves it be (d->lock) */
+	uint64_t gen;		  /* which add put it in its slot (d->vol_gen then) */
 };
 
 struct pmcd {
@@ -49,6 +50,7 @@ struct pmcd {
 	struct pmc_ublk_ctrl *ctrl;
 	struct pmcd_wb wb;
 	struct pmcd_path path;		/* path monitor of NVMe-oF volumes */
+	uint64_t vol_gen;		/* volume adds so far (d->lock) */
 	/* vols[]: changed by the control worker (ctlsrv.c) under lock, read by
 	 * the loop under lock; the worker reads names without it */
 	pthread_mutex_t lock;
