@@ -269,14 +269,37 @@ int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
 					   "volume %s: disk %s has %" PRIu64 " bytes, the volume has %"
 					   PRIu64 "; not replacing its disk",
 					   name, disk->path, disk->size, vi.size_bytes);
+		if (vi.id_state < 0 && !(flags & PMC_ATTACH_DISCARD_DIRTY)) {
+			/* a record torn by a power cut (its in-place rewrite at an
+			 * attach): nothing says another disk was there, and the
+			 * dirty blocks are acknowledged writes of the volume. The
+			 * operator names this disk as the volume's: it is recorded
+			 * and the blocks stay, to be written back to it. */
+			if (!vi.counts_valid) {
+				pmc_cache_recount(c);
+				pmc_cache_volume_info(c, vol, &vi);
+			}
+			if (vi.nr_dirty) {
+				rc = pmc_cache_volume_set_id(c, vol, &id, 0, 0, err);
+				if (rc == 0)
+					pmc_log(LOG_NOTICE,
+						"volume %s: its disk identity record was unreadable; "
+						"recorded %s (%s) as asked (--replace-disk): its %" PRIu64
+						" dirty blocks are kept and written back to it",
+						name, id.text, disk->path, vi.nr_dirty);
+				return rc;
+			}
+		}
 		rc = pmc_cache_volume_set_id(c, vol, &id, 1, !!(flags & PMC_ATTACH_DISCARD_DIRTY),
 					     err);
 		if (rc == 0)
 			pmc_log(LOG_NOTICE,
 				"volume %s: disk replaced: was %s, now %s (%s); its cached blocks "
 				"were dropped",
-				name, vi.id_state == 1 ? vi.disk_id.text : "unrecorded", id.text,
-				disk->path);
+				name,
+				vi.id_state == 1 ? vi.disk_id.text
+						 : vi.id_state < 0 ? "unreadable" : "unrecorded",
+				id.text, disk->path);
 		return rc;
 	}
 	if (vi.id_state == 0) {
@@ -291,7 +314,7 @@ int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
 		return pmc_err_set(err, EUCLEAN,
 				   "volume %s: the recorded disk identity is unreadable (bad "
 				   "checksum); found %s on %s; if that is the volume's disk, "
-				   "attach it with --replace-disk",
+				   "attach it with --replace-disk (its dirty blocks are kept)",
 				   name, id.text, disk->path);
 	if (strcmp(vi.disk_id.text, id.text) && !strncmp(vi.disk_id.text, "devnum-", 7) &&
 	    !(disk->ops && disk->ops->identify)) {

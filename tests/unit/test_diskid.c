@@ -313,20 +313,35 @@ static void test_torn(void)
 	struct pmc_volume_info vi;
 	struct rig r;
 	uint32_t vol;
+	char *buf = aligned_alloc(BS, BS);
 
 	up(&r, 0);
 	T_OK(attach(&r, disk_a, 0, &vol));
-	down(&r, 0);
+	memset(buf, 0x5c, BS);
+	T_EQ(run(r.q, PMC_REQ_WRITE, vol, 7 * BS, BS, buf), 0); /* acknowledged, dirty */
+	down(&r, 1); /* a power cut while the record was rewritten (the devnum- upgrade) */
 	T_OK(pmc_pmem_open(pmem, 0, &r.pm, &err));
 	((struct pmc_vol *)(r.pm->base + PMC_VOL_OFF))[vol].disk_id[3] ^= 1;
 	pmc_pmem_close(r.pm);
 	up(&r, 0);
 	T_OK(pmc_cache_volume_info(r.c, vol, &vi));
 	T_EQ(vi.id_state, -1);
-	T_ERR(attach(&r, disk_a, 0, &vol), EUCLEAN, "recorded disk identity is unreadable");
+	T_ERR(attach(&r, disk_a, 0, &vol), EUCLEAN,
+	      "recorded disk identity is unreadable (bad checksum); found");
+	T_TRUE(strstr(err.msg, "attach it with --replace-disk (its dirty blocks are kept)") != NULL);
+	/* the operator names the disk: recorded, and the dirty block stays,
+	 * to be written back to it (it was refused while dirty blocks
+	 * remained: only --discard-dirty, which drops them, got it back) */
 	T_OK(attach(&r, disk_a, PMC_ATTACH_REPLACE_DISK, &vol));
+	T_OK(pmc_cache_volume_info(r.c, vol, &vi));
+	T_EQ(vi.id_state, 1);
+	T_EQ(vi.nr_dirty, 1);
+	memset(buf, 0, BS);
+	T_EQ(run(r.q, PMC_REQ_READ, vol, 7 * BS, BS, buf), 0);
+	T_TRUE(buf[0] == 0x5c && buf[BS - 1] == 0x5c);
 	down(&r, 0);
-	printf("ok: torn identity record refused, replaced on request\n");
+	free(buf);
+	printf("ok: torn identity record refused, recorded on request with its dirty blocks\n");
 }
 
 /*
