@@ -471,8 +471,6 @@ int pmc_nvmf_connect(const struct pmc_config_nvmf *n, const char *volume, unsign
 int pmc_nvmf_disconnect(const char *ctrl, struct pmc_err *err)
 {
 	nvme_root_t r;
-	nvme_host_t h;
-	nvme_subsystem_t s;
 	nvme_ctrl_t c;
 	FILE *sink;
 	int rc = -ENOENT;
@@ -480,18 +478,10 @@ int pmc_nvmf_disconnect(const char *ctrl, struct pmc_err *err)
 	r = scan(&sink, err);
 	if (!r)
 		return -err->code;
-	nvme_for_each_host(r, h)
-	{
-		nvme_for_each_subsystem(h, s)
-		{
-			nvme_subsystem_for_each_ctrl(s, c)
-			{
-				if (rc != -ENOENT || !str_eq(nvme_ctrl_get_name(c), ctrl))
-					continue;
-				errno = 0;
-				rc = nvme_disconnect_ctrl(c) ? -(errno ? errno : EIO) : 0;
-			}
-		}
+	c = nvme_scan_ctrl(r, ctrl); /* from /sys/class/nvme/<ctrl> */
+	if (c) {
+		errno = 0;
+		rc = nvme_disconnect_ctrl(c) ? -(errno ? errno : EIO) : 0;
 	}
 	scan_free(r, sink);
 	if (rc == -ENOENT)

@@ -152,22 +152,23 @@ rc=$?
 	ok "reload of a start-time key fails: $out" || bad "reload, queues.depth: exit $rc: $out"
 pmcachectl -s "$SOCK" get writeback.high_pct | grep -qx 77 &&
 	ok "the run-time keys of that file were applied" || bad "writeback.high_pct not applied"
+# reload_keeps WHAT MSG KEY VALUE: a reload of $CONF fails naming MSG, and
+# KEY keeps VALUE
+reload_keeps() {
+	out=$(pmcached -c "$CONF" --reload $PID 2>&1)
+	rc=$?
+	[ $rc -eq 1 ] && echo "$out" | grep -q "$2" &&
+		pmcachectl -s "$SOCK" get "$3" | grep -qx "$4" && ok "$1: $out" ||
+		bad "$1: exit $rc: $out; now $(pmcachectl -s "$SOCK" get "$3")"
+}
 cp /tmp/good.conf "$CONF"
 echo 'writeback = { max_io = "2M"; };' >>"$CONF"
-out=$(pmcached -c "$CONF" --reload $PID 2>&1)
-rc=$?
-[ $rc -eq 1 ] && echo "$out" | grep -q "writeback.max_io 2097152 above its value at start" &&
-	pmcachectl -s "$SOCK" get writeback.max_io | grep -qx 1M &&
-	ok "reload cannot raise writeback.max_io above its start value: $out" ||
-	bad "reload, writeback.max_io 2M: exit $rc: $out; now $(pmcachectl -s "$SOCK" get writeback.max_io)"
+reload_keeps "reload cannot raise writeback.max_io above its start value" \
+	"writeback.max_io 2097152 above its value at start" writeback.max_io 1M
 cp /tmp/good.conf "$CONF"
 sed -i 's/max_io = "512K";/max_io = "1M";/' "$CONF"
-out=$(pmcached -c "$CONF" --reload $PID 2>&1)
-rc=$?
-[ $rc -eq 1 ] && echo "$out" | grep -q "queues.max_io \"512K\" -> \"1M\" needs a restart" &&
-	pmcachectl -s "$SOCK" get queues.max_io | grep -qx 512K &&
-	ok "a reload keeps queues.max_io, which sized the engine at start: $out" ||
-	bad "reload, queues.max_io 1M: exit $rc: $out; now $(pmcachectl -s "$SOCK" get queues.max_io)"
+reload_keeps "a reload keeps queues.max_io, which sized the engine at start" \
+	"queues.max_io \"512K\" -> \"1M\" needs a restart" queues.max_io 512K
 cp /tmp/good.conf "$CONF"
 sed -i "s|^volumes = ( |volumes = ( { name = \"extra\"; disk = \"$(nvme_dev "$(nvme_serial 2)")\"; }, |" "$CONF"
 out=$(pmcached -c "$CONF" --reload $PID 2>&1)
