@@ -123,3 +123,11 @@ pmcached_start() {
 	done
 	return 1
 }
+
+# pmcached_stop DESC: SIGTERM to $PID and wait: a clean stop exits 0
+pmcached_stop() {
+	kill -TERM $PID
+	wait $PID
+	_rc=$?
+	[ $_rc = 0 ] && ok "pmcached stopped cleanly ($1)" || bad "pmcached stopped with exit $_rc ($1)"
+}

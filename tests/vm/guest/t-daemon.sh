@@ -84,10 +84,13 @@ off=0
 for mode in write-through write-back write-around pass-through; do
 	out=$(pmc-vm-ctl "$SOCK" "{\"cmd\":\"set\",\"volume\":\"vol1\",\"key\":\"mode\",\"value\":\"$mode\"}")
 	echo "$out" | grep -q '"ok":true' || bad "set mode $mode: $out"
+	_in=0
 	for _i in $(seq 1 300); do
-		pmc-vm-ctl "$SOCK" '{"cmd":"volume-list"}' | grep -q "\"name\":\"vol1\"[^}]*\"mode\":\"$mode\",\"draining\":false" && break
+		pmc-vm-ctl "$SOCK" '{"cmd":"volume-list"}' | grep -q "\"name\":\"vol1\"[^}]*\"mode\":\"$mode\",\"draining\":false" &&
+			{ _in=1; break; }
 		sleep 0.2
 	done
+	[ $_in = 1 ] || bad "vol1 not in $mode (draining done) within 60 s"
 	for bs in 4k 64k 256k; do
 		fio --name=v$bs --filename=/dev/ublkb1 --ioengine=io_uring --direct=1 --rw=randwrite \
 			--bs=$bs --offset=${off}M --size=16M --iodepth=16 --verify=crc32c --verify_fatal=1 \
@@ -173,8 +176,7 @@ dd if=/dev/ublkb0 of=/tmp/back2 bs=1M skip=100 count=8 iflag=direct 2>/dev/null
 cmp /tmp/pat /tmp/back2 && ok "re-added vol0 serves the same data" || bad "re-added vol0 differs"
 
 # --- 6. the tag-buffer path ------------------------------------------------
-kill -TERM $PID
-wait $PID
+pmcached_stop "before the tag-buffer path"
 PMCACHED_NO_USER_COPY=1 pmcached_start "$CONF" "$LOG" || { bad "start with tag buffers"; exit 1; }
 grep "/dev/ublkb1" "$LOG" | tail -1 | grep -q "tag buffers" && ok "PMCACHED_NO_USER_COPY=1: tag buffers" ||
 	bad "tag buffers not in use: $(grep '/dev/ublkb1' "$LOG" | tail -1)"
@@ -188,8 +190,7 @@ for bs in 4k 256k; do
 done
 
 # --- 7. a backing disk smaller than the volume recorded in the cache ------
-kill -TERM $PID
-wait $PID
+pmcached_stop "after the tag-buffer path"
 truncate -s 256M /tmp/small.img
 cat >/tmp/small.conf <<EOC
 pmem = { path = "$DAX"; };
@@ -210,7 +211,6 @@ conf write-through
 start || { bad "restart with the right disk"; tail -20 "$LOG"; exit 1; }
 pmc-vm-ctl "$SOCK" '{"cmd":"volume-list"}' | grep -q '"name":"vol1"' && ok "vol1 still in the cache" ||
 	bad "vol1 lost"
-kill -TERM $PID
-wait $PID
+pmcached_stop "end"
 grep -E "<[0-3]>" "$LOG" | head -5
 exit $FAIL

@@ -133,7 +133,5 @@ case "$N0$N1" in *ublkb0* | *ublkb1*) bad "fresh devices expected, got $N0 $N1" 
 	ok "vol0's acknowledged data reads back on $N0" || bad "vol0 data differs"
 [ "$(dd if=/dev/$N1 bs=1M count=$MIB iflag=direct 2>/dev/null | md5sum)" = "$(md5sum </tmp/p1)" ] &&
 	ok "vol1's acknowledged data reads back on $N1" || bad "vol1 data differs"
-kill -TERM $PID
-wait $PID
-ok "pmcached stopped"
+pmcached_stop "end"
 exit $FAIL

@@ -300,9 +300,9 @@ regions_ok "after the outage, on the namespace's disk" "$(raw_dev)" 0 1 2 3
 # --- 3. lost for good (ctrl_loss_tmo), the daemon reconnects -----------
 DEV1=$(jval device)
 port_down
-region 4 && ok "region 4 absorbed with the port away"
+region 4 && ok "region 4 absorbed with the port away" || bad "region 4 with the port away"
 wait_for 40 "controller lost (ctrl_loss_tmo ran out)" state_is lost
-region 5 && ok "region 5 absorbed with the controller lost"
+region 5 && ok "region 5 absorbed with the controller lost" || bad "region 5 with the controller lost"
 port_back
 wait_for 60 "the daemon reconnected: path live" state_is live
 DEV2=$(jval device)
@@ -317,7 +317,7 @@ regions_ok "after the reconnect, on the namespace's disk" "$(raw_dev)" 4 5
 # --- 4. SIGKILL with dirty data and the port away -------------------------
 port_down
 wait_for 20 "path down again" state_not live
-region 6 && ok "region 6 absorbed"
+region 6 && ok "region 6 absorbed" || bad "region 6"
 dirty_nonzero || bad "no dirty data before the kill"
 D6=$(jval dirty_blocks)
 kill -9 $PID
@@ -338,7 +338,7 @@ regions_ok "after SIGKILL, on the namespace's disk" "$(raw_dev)" 6
 # --- 4b. a restart with the port away: served without its disk ------------
 port_down
 wait_for 20 "path down before the restart" state_not live
-region 10 && ok "region 10 absorbed"
+region 10 && ok "region 10 absorbed" || bad "region 10"
 NSRV=$(grep -c "served from the cache without its disk" $LOG)
 kill $PID
 wait $PID 2>/dev/null
@@ -361,7 +361,7 @@ regions_ok "after the restart with the port away, on the namespace's disk" "$(ra
 # --- 5. power cut with dirty data and the port away -----------------------
 port_down
 wait_for 20 "path down for the power cut" state_not live
-region 7 && ok "region 7 absorbed"
+region 7 && ok "region 7 absorbed" || bad "region 7"
 echo "PMC_NVMF_ACKED 0 1 2 3 4 5 6 7 10"
 echo "PMC_NVMF_TIME run $(awk "BEGIN { print $(up) - $SECONDS0 }") s"
 [ $FAIL = 0 ] || exit 1

@@ -396,8 +396,17 @@ kill -TERM $WPID
 for _i in $(seq 1 600); do kill -0 $WPID 2>/dev/null || break; sleep 0.2; done
 kill -0 $WPID 2>/dev/null && { bad "the writer hangs 120 s after SIGTERM"; kill -9 $WPID; }
 wait $WPID
+wrc=$?
 cat /tmp/writer.out
 echo "TORT_WRITER $(grep '^write: acked' /tmp/writer.out)"
+[ $wrc = 0 ] || bad "the writer exited $wrc"
+# only vol2's disk is ever failed: a write error on vol0 or vol1 is pmcache's
+# (after a takeover, a mode switch, a full pmem), never expected
+for v in 0 1; do
+	n=$(grep '^write: acked' /tmp/writer.out | grep -o 'failed=[^ ]*' | sed 's/^failed=//' |
+		tr ',' '\n' | sed -n "s/^$v:\([0-9]*\).*/\1/p")
+	[ "$n" = 0 ] || bad "vol$v: ${n:-?} writes failed (its disk never does)"
+done
 for v in 0 1 2; do # every volume back where the checks read it
 	dev=$(vol_dev $v)
 	[ "$dev" = /dev/ublkb$v ] || bad "vol$v is served as '$dev'"
