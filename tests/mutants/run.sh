@@ -9,7 +9,9 @@
 #   2. rebuilds incrementally (WORK/build: plain RelWithDebInfo, no
 #      sanitizers) the tests named in its caught-by line, and runs them;
 #   3. if none of them failed: rebuilds everything and runs every test of
-#      labels unit|crash (ctest --stop-on-failure);
+#      labels unit|crash (ctest --stop-on-failure): the mutant survived if
+#      all pass, and is an error if another test fails (its caught-by line
+#      is wrong, or that failure is not about the mutant);
 #   4. reverts the patch.
 # A mutant is caught when some test fails, survived when every test passes.
 # Before the first mutant the unmutated tree must pass the tests it uses
@@ -21,8 +23,9 @@
 #   --only NAME    run this mutant only (repeatable)
 #   --no-baseline  skip the baseline run (when iterating on one mutant)
 # Prints one line per mutant, then "mutants: total=N caught=C survived=S".
-# Exit: 0 every mutant caught; 1 a mutant survived, or a patch does not
-# apply or build, or names a test that does not exist; 2 usage, or the
+# Exit: 0 every mutant caught by its caught-by test; 1 a mutant survived or
+# was caught only by another test, or a patch does not apply or build, or
+# names a test that does not exist; 2 usage, or the
 # baseline fails.
 set -uo pipefail
 
@@ -188,7 +191,11 @@ for p in "${patches[@]}"; do
 		errors=$((errors + 1))
 		result=error
 	elif ! run_tests -L "$labels"; then
-		result="caught by $failed (not by its caught-by test ${want[*]})"
+		# not by the test that says it catches it: a wrong caught-by
+		# line, or a failure elsewhere (a flaky test) taken for a catch
+		say "mutant $n: ERROR: its caught-by test ${want[*]} passed; only $failed failed (fix the caught-by line, or the test)"
+		errors=$((errors + 1))
+		result=error
 	else
 		result=survived
 	fi
