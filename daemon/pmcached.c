@@ -829,26 +829,29 @@ static int reload_client(const char *pid_arg)
 }
 
 /* The unit's RuntimeDirectory /run/pmcache is root's (0750): when the
- * socket is in it, control.group must be able to reach it. Other
- * directories are the operator's and stay as they are. */
+ * socket is in it, the socket's group (control.group, else
+ * control.admin_group) must be able to reach it. Other directories are
+ * the operator's and stay as they are. */
 static int run_dir_share(struct pmcd *d, struct pmc_err *err)
 {
 	const char *sock = d->conf.control_socket;
+	/* the socket's group (ctlsrv.c): control.group, else the admins' */
+	const char *name = d->conf.control_group[0] ? d->conf.control_group
+						    : d->conf.control_admin_group;
+	const char *key = d->conf.control_group[0] ? "control.group" : "control.admin_group";
 	size_t n = strlen(PMCD_RUN_DIR);
 	struct group *g;
 
-	if (!d->conf.control_group[0] || strncmp(sock, PMCD_RUN_DIR "/", n + 1) ||
-	    strchr(sock + n + 1, '/'))
+	if (!name[0] || strncmp(sock, PMCD_RUN_DIR "/", n + 1) || strchr(sock + n + 1, '/'))
 		return 0;
-	g = getgrnam(d->conf.control_group);
+	g = getgrnam(name);
 	if (!g)
-		return pmc_err_set(err, ENOENT, "control.group: no group named %s",
-				   d->conf.control_group);
+		return pmc_err_set(err, ENOENT, "%s: no group named %s", key, name);
 	if (mkdir(PMCD_RUN_DIR, 0750) && errno != EEXIST)
 		return pmc_err_set(err, errno, "%s: %s", PMCD_RUN_DIR, strerror(errno));
 	if (chown(PMCD_RUN_DIR, 0, g->gr_gid) || chmod(PMCD_RUN_DIR, 0750))
 		return pmc_err_set(err, errno, "%s: cannot give it to group %s: %s", PMCD_RUN_DIR,
-				   d->conf.control_group, strerror(errno));
+				   name, strerror(errno));
 	return 0;
 }
 
