@@ -192,13 +192,10 @@ static int take_pidfile(struct pmcd *d, struct pmc_err *err)
  * edits it (etc/pmcached.conf) */
 #define PMCD_DISK_PLACEHOLDER "CHANGE-ME"
 
-/* a configuration still as shipped serves nothing and must not start; one
- * with more volumes than the daemon serves is refused whole */
+/* a configuration still as shipped serves nothing and must not start */
+_Static_assert(PMC_CONFIG_VOLUMES_MAX <= PMCD_MAX_VOLUMES, "the config takes what pmcached serves");
 static int check_edited(const char *path, const struct pmc_config *c, struct pmc_err *err)
 {
-	if (c->nr_volumes > PMCD_MAX_VOLUMES)
-		return pmc_err_set(err, EINVAL, "%s: %u volumes; pmcached serves %u at most", path,
-				   c->nr_volumes, PMCD_MAX_VOLUMES);
 	for (unsigned i = 0; i < c->nr_volumes; i++) {
 		const char *base = strrchr(c->volumes[i].disk, '/');
 		const char *nqn = c->volumes[i].nvmf.subsysnqn;

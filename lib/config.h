@@ -46,7 +46,7 @@
 #define PMC_CONFIG_PATH_MAX 4096u      /* bytes of a path, with the NUL (PATH_MAX) */
 #define PMC_CONFIG_SOCKET_MAX 108u     /* bytes of the socket path, with the NUL (sun_path) */
 #define PMC_CONFIG_GROUP_MAX 32u       /* bytes of a group name, without the NUL */
-#define PMC_CONFIG_VOLUMES_MAX 4096u   /* as many as a cache can be formatted for */
+#define PMC_CONFIG_VOLUMES_MAX 64u     /* as many as pmcached serves (PMCD_MAX_VOLUMES) */
 #define PMC_CONFIG_FILE_MAX (1u << 20) /* bytes of a configuration file */
 #define PMC_CONFIG_DEFAULT_PATH "/etc/pmcache/pmcached.conf"
 

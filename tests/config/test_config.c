@@ -793,7 +793,7 @@ static void test_check(void)
 	strcpy(d.pmem_path, "/dev/dax1.0");
 	T_OK(pmc_config_check(&d, &err));
 	d.nr_volumes = 0;
-	T_ERR(pmc_config_check(&d, &err), EINVAL, "volumes: 0 volumes, need 1 to 4096");
+	T_ERR(pmc_config_check(&d, &err), EINVAL, "volumes: 0 volumes, need 1 to 64");
 	d.nr_volumes = 2;
 	pmc_config_free(&d);
 
@@ -832,7 +832,7 @@ static void test_many(void)
 				      "{ name = \"v%u\"; disk = \"/dev/d%u\"; }%s\n", i, i,
 				      i < PMC_CONFIG_VOLUMES_MAX ? "," : "");
 	snprintf(text + n, cap - n, ");\n");
-	BAD(text, E2BIG, NAME ":2: volumes: 4097 volumes, the limit is 4096");
+	BAD(text, E2BIG, NAME ":2: volumes: 65 volumes, the limit is 64");
 	free(text);
 	printf("ok: many volumes\n");
 }
