@@ -57,7 +57,8 @@
  *       to the disk whose identity it recorded; replace_disk records the
  *       new disk's identity instead and drops the volume's cached blocks
  *       (refused while it has dirty ones, unless discard_dirty, which needs
- *       replace_disk). The reply lists every volume.
+ *       replace_disk; over an unreadable identity record the dirty ones are
+ *       kept). The reply lists every volume.
  *   {"cmd":"volume-remove","name":S,"force":B?}
  *       Write back the volume's dirty data (progress lines), stop its device
  *       and detach it. Refused with EBUSY while the device is open (force
