@@ -52,9 +52,12 @@ static int rpc(struct pmc_client *cl, const struct pmc_ctl_req *req, struct json
 	}
 }
 
+/* exit code of a failed request: the connection is up by then, so a
+ * connection refused is the daemon's (an NVMe-oF connect), not "daemon not
+ * running" */
 static int exit_of_err(const struct pmc_err *err)
 {
-	return pmc_cli_exit_of(err->code);
+	return err->code == ECONNREFUSED ? PMC_EXIT_FAIL : pmc_cli_exit_of(err->code);
 }
 
 static uint64_t get_u64(struct json_object *o, const char *key)

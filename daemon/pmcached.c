@@ -382,6 +382,15 @@ static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsign
 	dc.volatile_cache = vc->vc.mode != PMC_MODE_WRITE_THROUGH || !d->cache;
 	dc.discard = 1;
 	rc = pmcd_dev_start(d->ctrl, d->e, &dc, &v->dev, err);
+	if ((rc == -EBUSY || rc == -EEXIST) && vc->ublk_id < 0) {
+		/* "any free one": the slot's number is taken (a volume given
+		 * that number, another ublk server): the driver picks one */
+		pmc_log(LOG_NOTICE, "volume %s: %s; taking any free ublk device number", vc->name,
+			err->msg);
+		pmc_err_clear(err);
+		dc.dev_id = -1;
+		rc = pmcd_dev_start(d->ctrl, d->e, &dc, &v->dev, err);
+	}
 	if (rc) {
 		struct pmc_err derr = {0};
 

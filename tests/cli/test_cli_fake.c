@@ -101,6 +101,10 @@ static void serve_conn(int fd)
 			} else if (r.cmd == PMC_CTL_GET && !strcmp(r.key->key, "writeback.high_pct")) {
 				close(fd);
 				return;
+			} else if (r.cmd == PMC_CTL_VOLUME_RECONNECT) {
+				/* the daemon's own connect refused (NVMe/TCP) */
+				put(fd, pmc_ctl_reply_error(&r.id, ECONNREFUSED,
+							    "volume net: connect: Connection refused"));
 			} else if (r.cmd == PMC_CTL_VOLUME_REMOVE) {
 				put(fd, pmc_ctl_reply_error(&r.id, EBUSY,
 							    "volume v0: /dev/ublkb0 is in use"));
@@ -206,6 +210,11 @@ int main(int argc, char **argv)
 
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "flush", "nosuch", NULL), 5);
 	T_TRUE(!strcmp(err, "pmcachectl: volume nosuch: not served\n") && !out[0]);
+
+	/* a connection refused in the daemon's reply is its failure (1), not
+	 * "daemon not running" (3): the CLI is connected */
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "reconnect", "net"), 1);
+	T_TRUE(strstr(err, "Connection refused") && !strstr(err, "not running"));
 
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "remove", "v0"), 6);
 	T_TRUE(strstr(err, "in use\n") && !strchr(err, '\n')[1]);
