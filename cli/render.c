@@ -252,18 +252,15 @@ static uint64_t hist_total(struct json_object *h, uint64_t *hist)
 	return n;
 }
 
-void pmc_render_stats(struct json_object *stats, int histograms, FILE *f)
+/* the counters of objs[0..n) (at most PMC_TAB_COLS - 1), a column each */
+static void counter_table(struct json_object **objs, size_t n, FILE *f)
 {
-	struct json_object *objs[PMC_TAB_COLS - 2];
-	size_t n = stats_objs(stats, objs, PMC_TAB_COLS - 2);
 	const char *head[PMC_TAB_COLS];
 	int right[PMC_TAB_COLS];
 	struct pmc_tab t;
 	char cells[PMC_TAB_COLS][80];
 	const char *row[PMC_TAB_COLS];
 
-	if (!n)
-		return;
 	head[0] = "COUNTER";
 	right[0] = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -301,6 +298,25 @@ void pmc_render_stats(struct json_object *stats, int histograms, FILE *f)
 	pmc_tab_row(&t, row);
 	pmc_tab_print(&t, f);
 	pmc_tab_free(&t);
+}
+
+void pmc_render_stats(struct json_object *stats, int histograms, FILE *f)
+{
+	/* the total and every volume: as many tables of counters as their
+	 * columns need (10 to a table) */
+	struct json_object *objs[1 + PMC_CONFIG_VOLUMES_MAX];
+	size_t n = stats_objs(stats, objs, 1 + PMC_CONFIG_VOLUMES_MAX);
+	char cells[8][80];
+	const char *row[8];
+
+	if (!n)
+		return;
+	for (size_t first = 0; first < n; first += PMC_TAB_COLS - 2) {
+		if (first)
+			fputc('\n', f);
+		counter_table(objs + first,
+			      n - first < PMC_TAB_COLS - 2 ? n - first : PMC_TAB_COLS - 2, f);
+	}
 
 	/* latency: one row per volume and path that saw requests */
 	{

@@ -132,6 +132,35 @@ int main(void)
 		free(tot);
 		free(v0);
 	}
+	{
+		/* every volume has its column: 20 volumes and the total take three
+		 * tables of counters (the 10th volume on was left out) */
+		char js[8192], *out;
+		size_t n = (size_t)snprintf(js, sizeof(js),
+					    "{\"total\":{\"name\":\"_total\",\"reads\":1},"
+					    "\"volumes\":[");
+		json_object *o;
+
+		for (int i = 0; i < 20; i++)
+			n += (size_t)snprintf(js + n, sizeof(js) - n,
+					      "%s{\"name\":\"vol%02d\",\"reads\":%d}", i ? "," : "",
+					      i, 100 + i);
+		snprintf(js + n, sizeof(js) - n, "]}");
+		o = json_tokener_parse(js);
+		T_TRUE(o);
+		out = capture(stats_fn, o);
+		for (int i = 0; i < 20; i++) {
+			char name[16], val[16];
+
+			snprintf(name, sizeof(name), "vol%02d", i);
+			snprintf(val, sizeof(val), "%d", 100 + i);
+			if (!strstr(out, name) || !strstr(out, val))
+				T_FAIL("stats of 20 volumes: %s or its count %s missing:\n%s", name,
+				       val, out);
+		}
+		free(out);
+		json_object_put(o);
+	}
 	puts("test_cli_render: ok");
 	return 0;
 }
