@@ -40,18 +40,21 @@
  * handed and signals its end with an ev_async.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <grp.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -557,25 +560,76 @@ static int disk_allowed(const char *patterns, const char *path)
 	return 0;
 }
 
-/* real (a kernel device name) is one of the devices this daemon serves:
- * why says so (a volume on another's device would send its I/O back into
- * this daemon) */
-static void own_device(struct pmcd *d, const char *real, char *why, size_t len)
+/* the block device of sysfs path sys (/sys/devices/.../block/X[/Xp1])
+ * is, or is a partition of, ublkbN of a volume this daemon serves: its
+ * name, else NULL; d->lock held */
+static const char *own_ublk(struct pmcd *d, const char *sys)
 {
-	char dev[32];
+	char comp[32];
 
-	pthread_mutex_lock(&d->lock);
 	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++) {
 		const struct pmcd_volume *v = &d->vols[i];
+		const char *p;
+		size_t n;
 
 		if (!v->used || !v->dev)
 			continue;
-		snprintf(dev, sizeof(dev), "/dev/ublkb%u", v->dev->dev_id);
-		if (!strcmp(dev, real)) {
-			snprintf(why, len, "%s is volume %s of this daemon", real, v->conf.name);
-			break;
-		}
+		n = (size_t)snprintf(comp, sizeof(comp), "/ublkb%u", v->dev->dev_id);
+		for (p = strstr(sys, comp); p; p = strstr(p + 1, comp))
+			if (p[n] == '\0' || p[n] == '/')
+				return v->conf.name;
 	}
+	return NULL;
+}
+
+/* the device rdev is one this daemon serves, a partition of one, or a
+ * device stacked on one (device-mapper, md: its slaves, depth levels
+ * down): why says so, naming the volume (a volume on such a device would
+ * send its I/O back into this daemon); d->lock held */
+static int on_own(struct pmcd *d, unsigned maj, unsigned min, const char *real, char *why,
+		  size_t len, int depth)
+{
+	char path[128], sys[PATH_MAX], slaves[PATH_MAX + 16];
+	const char *vol;
+	struct dirent *e;
+	DIR *dir;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", maj, min);
+	if (!realpath(path, sys))
+		return 0;
+	vol = own_ublk(d, sys);
+	if (vol) {
+		snprintf(why, len, "%s is on volume %s of this daemon", real, vol);
+		return 1;
+	}
+	if (depth >= 8)
+		return 0;
+	snprintf(slaves, sizeof(slaves), "%s/slaves", sys);
+	dir = opendir(slaves);
+	while (dir && !found && (e = readdir(dir))) {
+		char dev[PATH_MAX + 300];
+		unsigned a, b;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(dev, sizeof(dev), "%s/%s/dev", slaves, e->d_name);
+		f = fopen(dev, "r");
+		if (f && fscanf(f, "%u:%u", &a, &b) == 2)
+			found = on_own(d, a, b, real, why, len, depth + 1);
+		if (f)
+			fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+static void own_device(struct pmcd *d, dev_t rdev, const char *real, char *why, size_t len)
+{
+	pthread_mutex_lock(&d->lock);
+	on_own(d, major(rdev), minor(rdev), real, why, len, 0);
 	pthread_mutex_unlock(&d->lock);
 }
 
@@ -617,7 +671,7 @@ static int check_disk(struct conn *c, struct pmc_ctl_req *r)
 		else if (!disk_allowed(allowed, real))
 			snprintf(why, sizeof(why), "%s is not in control.allowed_disks", real);
 		else
-			own_device(c->srv->d, real, why, sizeof(why));
+			own_device(c->srv->d, st.st_rdev, real, why, sizeof(why));
 	}
 	if (fd >= 0)
 		close(fd);

@@ -181,8 +181,17 @@ ctl 0 "volume list after the refused add" volume list
 grep -q vol9 $OUT && bad "vol9 listed after its add was refused" || ok "vol9 not listed"
 # a device this daemon serves is no backing disk (its I/O would come back)
 ctl 1 "volume add on vol0's own device" volume add vol8 /dev/ublkb0 &&
-	{ grep -q "is volume vol0 of this daemon" $OUT.err && ok "the refusal names vol0" ||
+	{ grep -q "/dev/ublkb0 is on volume vol0 of this daemon" $OUT.err && ok "the refusal names vol0" ||
 		bad "the refusal does not name vol0: $(cat $OUT.err)"; }
+# ... nor a device stacked on one (its I/O comes back the same way)
+if dmsetup create --noudevsync ontop --table "0 2048 linear /dev/ublkb0 0" && dmsetup mknodes ontop; then
+	ctl 1 "volume add on a device-mapper device over vol0's" volume add vol8 /dev/mapper/ontop &&
+		{ grep -q "is on volume vol0 of this daemon" $OUT.err && ok "the refusal names vol0" ||
+			bad "the refusal does not name vol0: $(cat $OUT.err)"; }
+	dmsetup remove ontop || bad "dmsetup remove ontop"
+else
+	bad "dm-linear over /dev/ublkb0"
+fi
 ctl 0 "volume add" volume add vol1 "$D1" mode=write-around ublk_id=1 && cat $OUT
 has "/dev/ublkb1" "volume add: device printed"
 ctl 0 "volume list after add" volume list && has "vol1 *write-around" "vol1 back, write-around"
