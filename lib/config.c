@@ -125,7 +125,7 @@ const struct pmc_config_key pmc_config_table[] = {
      .def = "/dev/*",
      .max = PMC_CONFIG_PATH_MAX - 1,
      .doc = "shell patterns, separated by spaces, of the block devices volume add may "
-	    "attach (matched against the device's name under /dev)"},
+	    "attach (matched against the device's name under /dev; not for NVMe-oF disks)"},
     {.key = "control.idle_timeout",
      TOP(control_idle_s),
      .type = PMC_CONFIG_T_INT,
