@@ -228,6 +228,11 @@ static int media_check(struct pmc_cache *c, struct pmc_err *err)
 	struct pmc_pmem *pm = c->pm;
 	int rc;
 
+	/* a bad range in the metadata refuses the open before anything
+	 * reads the metadata (a poisoned line raises SIGBUS) or stores */
+	rc = pmc_cache_meta_badblocks(c, err);
+	if (rc)
+		return rc;
 	if (pm->usc_valid && c->sb.pmem_id[0] &&
 	    !strncmp(c->sb.pmem_id, pm->dev_id, sizeof(c->sb.pmem_id)) &&
 	    c->sb.pmem_usc != pm->usc) {
@@ -238,11 +243,6 @@ static int media_check(struct pmc_cache *c, struct pmc_err *err)
 			"pmem %s: unsafe shutdown (count %" PRIu64 " -> %" PRIu64 "): checking the "
 			"whole metadata before serving",
 			pm->path, c->sb.pmem_usc, pm->usc);
-		/* a poisoned metadata line would kill the walk with SIGBUS:
-		 * the bad-block list first */
-		rc = pmc_cache_meta_badblocks(c, err);
-		if (rc)
-			return rc;
 		if (pmc_cache_check(c, &rep, &cerr))
 			return pmc_err_set(err, EUCLEAN,
 					   "pmem %s: after an unsafe shutdown the metadata check "

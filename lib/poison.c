@@ -264,10 +264,7 @@ static int badblocks(struct pmc_cache *c, int quarantine, struct pmc_err *err)
 
 int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err)
 {
-	/* every refusal before the first quarantine store */
-	int rc = badblocks(c, 0, err);
-
-	return rc ? rc : badblocks(c, 1, err);
+	return badblocks(c, 1, err);
 }
 
 int pmc_cache_meta_badblocks(struct pmc_cache *c, struct pmc_err *err)

@@ -48,7 +48,8 @@ int pmc_cache_quarantine(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
 			 enum pmc_block_state *was);
 
 /*
- * At a read-write open: the namespace's bad blocks (libpmem2). A bad range
+ * At a read-write open, after pmc_cache_meta_badblocks() (which refuses
+ * before any store): the namespace's bad blocks (libpmem2). A bad range
  * in the metadata refuses the open (-EIO); a block of the data area in a
  * bad range is quarantined (clean dropped, dirty LOST, free retired), each
  * dirty one logged as lost. A device that cannot list bad blocks (a file)
