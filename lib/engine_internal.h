@@ -314,6 +314,7 @@ void pmc_eng_start_read(struct pmc_req_ctx *x);
 int pmc_eng_wb_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n);
 int pmc_eng_fg_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n);
 int pmc_eng_around_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n);
+int pmc_eng_wb_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n);
 int pmc_eng_around_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n);
 void pmc_eng_around_enter(struct pmc_req_ctx *x);
 void pmc_eng_around_leave(struct pmc_req_ctx *x);

@@ -43,18 +43,29 @@ int pmc_eng_around_overlap_locked(struct pmc_engine *e, uint32_t vol, uint64_t l
 	return 0;
 }
 
-/* ... the same, taking dw_lock; without a cache there is nothing to keep
- * consistent */
-int pmc_eng_around_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
+/* one of the two above, taking dw_lock; without a cache there is nothing
+ * to keep consistent */
+static int overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n,
+		   int (*locked)(struct pmc_engine *, uint32_t, uint64_t, uint64_t))
 {
 	int r;
 
 	if (!e->c)
 		return 0;
 	pthread_mutex_lock(&e->dw_lock);
-	r = pmc_eng_around_overlap_locked(e, vol, lba, n);
+	r = locked(e, vol, lba, n);
 	pthread_mutex_unlock(&e->dw_lock);
 	return r;
+}
+
+int pmc_eng_around_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
+{
+	return overlap(e, vol, lba, n, pmc_eng_around_overlap_locked);
+}
+
+int pmc_eng_wb_overlap(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
+{
+	return overlap(e, vol, lba, n, pmc_eng_wb_overlap_locked);
 }
 
 /*

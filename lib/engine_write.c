@@ -611,19 +611,6 @@ void pmc_eng_start_flush(struct pmc_req_ctx *x)
 	start_simple(x, PMC_IO_FSYNC);
 }
 
-/* a write-back write of any block of the range is in flight */
-static int wb_in_flight(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t n)
-{
-	int r;
-
-	if (!e->c)
-		return 0;
-	pthread_mutex_lock(&e->dw_lock);
-	r = pmc_eng_wb_overlap_locked(e, vol, lba, n);
-	pthread_mutex_unlock(&e->dw_lock);
-	return r;
-}
-
 void pmc_eng_start_discard(struct pmc_req_ctx *x)
 {
 	struct pmc_engine *e = x->q->e;
@@ -633,7 +620,7 @@ void pmc_eng_start_discard(struct pmc_req_ctx *x)
 	/* like a write around the cache: write-back and fills stay off the
 	 * range, and the discard waits for older writes of it in flight */
 	pmc_eng_around_enter(x);
-	if (!e->vols[req->vol].disk->can_discard && !wb_in_flight(e, req->vol, x->lba, x->n)) {
+	if (!e->vols[req->vol].disk->can_discard && !pmc_eng_wb_overlap(e, req->vol, x->lba, x->n)) {
 		/* nothing to send, and no write-back write whose data could
 		 * land after the drop (one that started before around_enter
 		 * is seen here, none can start after it) */
