@@ -15,9 +15,11 @@
  *                pending does: what the superblock vouches for must already
  *                be durable - the counters of a clean close (close.counters
  *                before close.sb), the zeroed metadata of a format
- *                (format.meta before format.sb0). The crash simulator lets
- *                every pending word land or not at random; this is the one
- *                landing that tells whether the earlier barrier is there.
+ *                (format.meta before format.sb0), and the state of a block
+ *                marked clean (clean.state: the counters of the close say
+ *                clean). The crash simulator lets every pending word land
+ *                or not at random; this is the one landing that tells
+ *                whether the earlier barrier is there.
  * Each one guards a line that a kept mutant (tests/mutants/) removes.
  */
 #include <errno.h>
