@@ -97,14 +97,16 @@ static int not_served(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err 
 	return 0;
 }
 
-/* map the pmem and lock it (shared to read, exclusive to format): a cache
- * that pmcached or another command holds is refused, naming the holder */
+/* map the pmem and lock it: shared and read-only to read (check, dump
+ * cannot change it), exclusive and writable to format; a cache that
+ * pmcached or another command holds is refused, naming the holder */
 static int open_pmem(const char *path, uint64_t create, enum pmc_lock_mode mode,
 		     struct pmc_pmem **pm, struct pmc_err *err)
 {
 	char name[32];
 	pid_t pid;
-	int rc = pmc_pmem_open(path, create, pm, err);
+	int rc = mode == PMC_LOCK_SHARED ? pmc_pmem_open_ro(path, pm, err)
+					 : pmc_pmem_open(path, create, pm, err);
 
 	if (rc == -EACCES || rc == -EPERM)
 		pmc_err_set(err, EACCES, "%s: permission denied", path);

@@ -154,8 +154,8 @@ static int device_id(struct pmc_pmem *pm)
 	return rc;
 }
 
-int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
-		  struct pmc_err *err)
+static int open_map(const char *path, uint64_t create_size, int ro, struct pmc_pmem **out,
+		    struct pmc_err *err)
 {
 	struct pmc_pmem *pm;
 	struct pmc_pmem_fns *fns;
@@ -171,7 +171,8 @@ int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
 		goto err_free;
 	}
 	snprintf(pm->path, sizeof(pm->path), "%s", path);
-	pm->fd = open(path, O_RDWR | O_CLOEXEC | (create_size ? O_CREAT : 0), 0600);
+	pm->fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | (create_size ? O_CREAT : 0),
+		      0600);
 	if (pm->fd < 0) {
 		rc = pmc_err_set(err, errno, "pmem %s: cannot open: %s", path, strerror(errno));
 		goto err_free;
@@ -207,6 +208,8 @@ int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
 		goto err_source;
 	}
 	rc = pmem2_config_set_required_store_granularity(cfg, PMEM2_GRANULARITY_PAGE);
+	if (!rc && ro)
+		rc = pmem2_config_set_protection(cfg, PMEM2_PROT_READ);
 	if (!rc)
 		rc = pmem2_map_new(&pm->map, cfg, pm->src);
 	pmem2_config_delete(&cfg);
@@ -253,6 +256,17 @@ err_free:
 	free(fns);
 	free(pm);
 	return rc;
+}
+
+int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
+		  struct pmc_err *err)
+{
+	return open_map(path, create_size, 0, out, err);
+}
+
+int pmc_pmem_open_ro(const char *path, struct pmc_pmem **out, struct pmc_err *err)
+{
+	return open_map(path, 0, 1, out, err);
 }
 
 int pmc_pmem_wrap(void *base, uint64_t size, const struct pmc_pmem_ops *ops, void *priv,

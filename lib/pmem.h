@@ -73,6 +73,11 @@ struct pmc_pmem {
 int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
 		  struct pmc_err *err);
 
+/* Map path read-only (O_RDONLY, PROT_READ): for the offline readers (check,
+ * dump), which then cannot change the cache whatever they do, and need no
+ * write permission. Any store into the mapping faults. */
+int pmc_pmem_open_ro(const char *path, struct pmc_pmem **out, struct pmc_err *err);
+
 /* Wrap a caller-owned buffer with the given ops (tests). base stays the
  * caller's; pmc_pmem_close() frees only the wrapper. */
 int pmc_pmem_wrap(void *base, uint64_t size, const struct pmc_pmem_ops *ops, void *priv,

@@ -5,10 +5,12 @@
  * silent daemon ends with --timeout, and a full one is reported busy. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -142,6 +144,8 @@ static pid_t start_server(void)
 	return pid;
 }
 
+static uid_t g_uid; /* run as this uid (and gid), not 0 */
+
 /* run pmcachectl -s SOCK ARGS; stdout and stderr captured apart, or both
  * on a pty when tty; returns the exit code */
 static int run(const char *prog, int tty, char *out, size_t outlen, char *err, size_t errlen,
@@ -156,6 +160,8 @@ static int run(const char *prog, int tty, char *out, size_t outlen, char *err, s
 	pid = tty ? forkpty(&master, NULL, NULL, NULL) : fork();
 	T_TRUE(pid >= 0);
 	if (pid == 0) {
+		if (g_uid && (setgroups(0, NULL) || setgid(g_uid) || setuid(g_uid)))
+			_exit(126);
 		if (!tty) {
 			dup2(po[1], 1);
 			dup2(pe[1], 2);
@@ -310,8 +316,26 @@ int main(int argc, char **argv)
 			 "--size=64M"),
 		     0);
 		T_TRUE(strstr(out, "formatted") != NULL);
-		unlink(g_pmem);
 	}
+	/* check and dump map the pmem read-only: a cache the user may only
+	 * read is checked (they opened it read-write: "permission denied"),
+	 * and nothing of it changes */
+	if (geteuid() == 0) {
+		struct stat a, b;
+
+		T_TRUE(chmod(g_pmem, 0444) == 0 && stat(g_pmem, &a) == 0);
+		g_uid = 65534;
+		T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "check", g_pmem, NULL), 0);
+		T_TRUE(strstr(out, "consistent") != NULL);
+		T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "dump", g_pmem, NULL), 0);
+		T_TRUE(strstr(out, "valid cache") != NULL);
+		g_uid = 0;
+		T_TRUE(stat(g_pmem, &b) == 0 && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+		       a.st_mtim.tv_nsec == b.st_mtim.tv_nsec);
+	} else {
+		printf("read-only check: not checked (needs root to drop to another user)\n");
+	}
+	unlink(g_pmem);
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
 	unlink(sock_path);
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 3);
