@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@
 
 struct pmc_state {
 	pthread_mutex_t lock;
-	char path[512];
+	char path[PATH_MAX];
 	uint8_t uuid[16];
 	unsigned n;
 	struct {
@@ -85,6 +86,10 @@ int pmc_state_open(const char *path, struct pmc_state **out, struct pmc_err *err
 	int rc = 0;
 
 	*out = NULL;
+	/* with ".new" appended, the temporary file's name fits PATH_MAX too */
+	if (strlen(path) + sizeof(".new") > PATH_MAX)
+		return pmc_err_set(err, ENAMETOOLONG, "state file %.64s...: path too long (%zu bytes)",
+				   path, strlen(path));
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return pmc_err_set(err, ENOMEM, "state file %s: out of memory", path);
@@ -159,7 +164,7 @@ void pmc_state_uuid(struct pmc_state *st, uint8_t uuid[16])
  * perhaps not durable) */
 static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 {
-	char tmp[600], dir[512];
+	char tmp[PATH_MAX + sizeof(".new")], dir[PATH_MAX];
 	FILE *f;
 	int fd, rc = 0;
 
@@ -186,12 +191,13 @@ static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 	*renamed = 1;
 	snprintf(dir, sizeof(dir), "%s", st->path);
 	fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (fsync(fd))
-			rc = pmc_err_set(err, errno, "state file %s: directory fsync: %s",
-					 st->path, strerror(errno));
-		close(fd);
-	}
+	if (fd < 0)
+		return pmc_err_set(err, errno, "state file %s: directory: %s", st->path,
+				   strerror(errno));
+	if (fsync(fd))
+		rc = pmc_err_set(err, errno, "state file %s: directory fsync: %s", st->path,
+				 strerror(errno));
+	close(fd);
 	return rc;
 }
 

@@ -5,10 +5,12 @@
  * (an engine without a cache) a clean volume runs pass-through and a dirty
  * or unknown one is refused by name; a file naming a volume twice is
  * refused; a save whose directory fsync fails leaves the record unknown,
- * so that the next change saves again. */
+ * so that the next change saves again; a state file under a long
+ * state_dir is saved where it is named, one past PATH_MAX refused. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -109,6 +111,39 @@ int main(void)
 	fclose(f);
 	T_ERR(pmc_state_open(state, &st, &err), EINVAL, "line 3: volume vol0 recorded twice");
 	unlink(state);
+	/* a long state_dir (any the configuration takes, up to PATH_MAX): the
+	 * file is saved where it is named (the path was cut at 511 bytes),
+	 * and a longer one is refused */
+	{
+		char deep[1024], *name = malloc(PATH_MAX + 16);
+		size_t n = (size_t)snprintf(deep, sizeof(deep), "%s/pmc-state-%d", tmp, getpid());
+
+		T_TRUE(name && mkdir(deep, 0700) == 0);
+		for (int k = 0; k < 3; k++) {
+			n += (size_t)snprintf(deep + n, sizeof(deep) - n, "/%0200d", k);
+			T_TRUE(mkdir(deep, 0700) == 0);
+		}
+		snprintf(name, PATH_MAX + 16, "%s/volumes.state", deep);
+		T_OK(pmc_state_open(name, &st, &err));
+		T_OK(pmc_state_set(st, "vol9", 1, &err));
+		pmc_state_close(st);
+		f = fopen(name, "r");
+		T_TRUE(f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f));
+		fclose(f);
+		T_TRUE(!strcmp(line, "vol9 dirty\n"));
+		unlink(name);
+		for (int k = 3; k >= 0; k--) {
+			T_TRUE(rmdir(deep) == 0);
+			*strrchr(deep, '/') = '\0';
+		}
+		memset(name, 'x', PATH_MAX + 8);
+		name[0] = '/';
+		name[PATH_MAX + 8] = '\0';
+		T_ERR(pmc_state_open(name, &st, &err), ENAMETOOLONG, "path too long");
+		free(name);
+		printf("ok: a state file %zu bytes deep is saved where named; a longer path is refused\n",
+		       n + 14);
+	}
 
 	T_OK(pmc_pmem_open(pmem, (2u << 20) + 64 * BS, &pm, &err));
 	T_OK(pmc_cache_format(pm, NULL, &err));
