@@ -10,7 +10,8 @@
 #   - pmem.format "if-blank" does not format a pmem path that holds other
 #     data (a swap signature): refused naming it, the file unchanged;
 #   - a state file of another cache that records a volume dirty refuses
-#     the start (that cache holds its writes); with none dirty it is rebuilt.
+#     the start (that cache holds its writes); with none dirty it is rebuilt;
+#   - SIGTERM and SIGHUP while start() blocks do not kill pmcached.
 set -uo pipefail
 src=$1 pmcached=$2
 fail=0
@@ -93,6 +94,36 @@ echo "$out" | grep -q "describes another cache, with no volume dirty in it: rebu
 	! grep -q 0123456789abcdef "$tmp/state/volumes.state" &&
 	echo "ok: another cache's state file with nothing dirty is rebuilt" ||
 	bad "another cache's state file, v0 clean: $out; $(cat "$tmp/state/volumes.state")"
+
+# a SIGTERM or SIGHUP while start() blocks (here in the open of a state
+# file that is a FIFO, standing in for an NVMe-oF connect or a device
+# takeover) waits for the loop: it is not a death by the default action
+# with devices made (start goes on, then fails here: no ublk device or
+# disk)
+for sig in TERM HUP; do
+	rm -f "$tmp/state/volumes.state" && mkfifo "$tmp/state/volumes.state"
+	"$pmcached" -c "$tmp/swap.conf" >"$tmp/sig.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do
+		grep -q wait_for_partner "/proc/$pid/wchan" 2>/dev/null && break
+		sleep 0.1
+	done
+	if grep -q wait_for_partner "/proc/$pid/wchan" 2>/dev/null; then
+		kill -$sig $pid
+		sleep 0.3
+		timeout 10 sh -c "printf 'pmcache-state 1 0123456789abcdef0123456789abcdef\n' >'$tmp/state/volumes.state'"
+		wait $pid
+		rc=$?
+		[ $rc -lt 128 ] && grep -q "cache of [0-9]* blocks" "$tmp/sig.out" &&
+			echo "ok: SIG$sig during start waited for the loop (start went on; exit $rc)" ||
+			bad "SIG$sig during start: exit $rc: $(cat "$tmp/sig.out")"
+	else
+		kill $pid 2>/dev/null
+		wait $pid
+		bad "pmcached never blocked in the open of the state FIFO: $(cat "$tmp/sig.out")"
+	fi
+	rm -f "$tmp/state/volumes.state"
+done
 
 # postinst with every command it may run replaced by a recorder
 mkdir -p "$tmp/bin"
