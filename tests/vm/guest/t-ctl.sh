@@ -5,6 +5,8 @@
 # refused. `disks` must show the emulated NVMe disks by serial. A remove
 # that writes back over a slow disk (dm-delay) is not undone by a reload
 # meanwhile, and fails, keeping the device, when it is mounted meanwhile.
+# A stop while write-back to that slow disk is in flight ends.
+# A volume with no ublk_id whose slot's number is taken gets another.
 . /host/lib.sh
 PATH=/host/bin:$PATH
 CONF=/tmp/pmcached.conf
@@ -237,6 +239,44 @@ if dmsetup create --noudevsync slowd --table "0 $(blockdev --getsz "$D1") delay 
 		bad "the file system mounted during the remove"
 	ctl 0 "vol3 served after the refused remove" volume list && has "vol3 *write-back" "vol3 served, write-back"
 	run umount /mnt/s
+	# a stop while write-back writes to the slow disk are in flight: the
+	# queue threads' rings carry them when the stop aborts their fetches;
+	# each thread reaps its ring before it exits (the stop spun for ever)
+	fio --name=scatter2 --filename=/dev/ublkb3 --ioengine=psync --direct=1 --rw=randwrite \
+		--bs=4k --offset=32M --size=64M --number_ios=1500 --randrepeat=0 \
+		--output=/tmp/scatter.txt >/dev/null 2>&1 || bad "fio on ublkb3: $(cat /tmp/scatter.txt)"
+	vol3_dirty() {
+		pmcachectl -s "$SOCK" --json status | tr -d ' \n' |
+			grep -o '"name":"vol3"[^}]*' | grep -o '"dirty_blocks":[0-9]*' | cut -d: -f2
+	}
+	d0=$(vol3_dirty)
+	pmcachectl -s "$SOCK" flush vol3 >/tmp/flush3.out 2>&1 &
+	FL=$!
+	for _ in $(seq 50); do
+		d=$(vol3_dirty)
+		[ -n "$d" ] && [ -n "$d0" ] && [ "$d" -lt "$d0" ] && break
+		sleep 0.2
+	done
+	d=$(vol3_dirty)
+	[ -n "$d" ] && [ "$d" -gt 0 ] && [ "$d" -lt "${d0:-0}" ] &&
+		ok "vol3 writing back to the slow disk ($d0 dirty, now $d): stopping pmcached" ||
+		bad "vol3 not writing back before the stop: dirty $d0, then $d"
+	pmcached_stop "write-back in flight on a slow disk" 120
+	wait $FL
+	# again with vol0 and vol3 (vol1's disk is under dm-delay)
+	cat >/tmp/ctl-restart.conf <<EOC
+pmem = { path = "$DAX"; format = "never"; };
+state_dir = "/tmp/pmcache-state";
+control = { socket = "$SOCK"; };
+queues = { count = 4; depth = 64; };
+volumes = (
+	{ name = "vol0"; disk = "$D0"; mode = "write-back"; ublk_id = 0; },
+	{ name = "vol3"; disk = "/dev/mapper/slowd"; mode = "write-back"; ublk_id = 3; }
+);
+EOC
+	pmcached_start /tmp/ctl-restart.conf "$LOG" ||
+		{ bad "pmcached did not start again"; cat "$LOG"; exit 1; }
+	ctl 0 "vol3 served after the restart" volume list && has "vol3 *write-back" "vol3 served again"
 	ctl 0 "volume remove vol3, unmounted" volume remove vol3
 	ctl 0 "volume list" volume list
 	grep -q vol3 $OUT && bad "vol3 still listed after its remove" || ok "vol3 removed"
@@ -244,6 +284,30 @@ if dmsetup create --noudevsync slowd --table "0 $(blockdev --getsz "$D1") delay 
 	dmsetup remove slowd || bad "dmsetup remove slowd"
 else
 	bad "dm-delay over $D1"
+fi
+
+# --- ublk_id -1 ("any free one") when the slot's own number is taken ------
+# two halves of disk 2: volA takes slot 1 with ublk_id 2 given, volB takes
+# slot 2 with no ublk_id, whose number (2) volA holds: the driver picks
+# (it failed with "exists" before)
+sz=$(blockdev --getsz "$D1")
+if dmsetup create --noudevsync halfa --table "0 $((sz / 2)) linear $D1 0" &&
+	dmsetup create --noudevsync halfb --table "0 $((sz / 2)) linear $D1 $((sz / 2))" &&
+	dmsetup mknodes halfa && dmsetup mknodes halfb; then
+	ctl 0 "volume add volA with ublk_id 2" volume add volA /dev/mapper/halfa ublk_id=2 &&
+		has "/dev/ublkb2" "volA on /dev/ublkb2"
+	ctl 0 "volume add volB with any ublk id, its slot's number taken" volume add volB /dev/mapper/halfb &&
+		{ grep -o "/dev/ublkb[0-9]*" $OUT | grep -qvx /dev/ublkb2 &&
+			ok "volB on $(grep -o '/dev/ublkb[0-9]*' $OUT)" || bad "volB device: $(cat $OUT)"; }
+	dev=$(grep -o "/dev/ublkb[0-9]*" $OUT)
+	[ -n "$dev" ] && dd if=/dev/zero of="$dev" bs=4k count=16 oflag=direct 2>/dev/null &&
+		ok "volB's device $dev takes writes" || bad "volB's device $dev"
+	ctl 0 "volume remove volB" volume remove volB
+	ctl 0 "volume remove volA" volume remove volA
+	dmsetup remove halfb || bad "dmsetup remove halfb"
+	dmsetup remove halfa || bad "dmsetup remove halfa"
+else
+	bad "dm-linear halves of $D1"
 fi
 ctl 0 "volume add vol1 again" volume add vol1 "$D1" mode=write-around ublk_id=1
 
