@@ -124,10 +124,23 @@ pmcached_start() {
 	return 1
 }
 
-# pmcached_stop DESC: SIGTERM to $PID and wait: a clean stop exits 0
+# pmcached_stop DESC [SECONDS]: SIGTERM to $PID and wait (at most SECONDS,
+# default 300, then SIGKILL): a clean stop exits 0. Returns 1 otherwise.
 pmcached_stop() {
 	kill -TERM $PID
+	for _i in $(seq 1 $((${2:-300} * 5))); do
+		kill -0 $PID 2>/dev/null || break
+		sleep 0.2
+	done
+	if kill -0 $PID 2>/dev/null; then
+		bad "pmcached did not stop within ${2:-300} s ($1)"
+		kill -KILL $PID
+		wait $PID
+		return 1
+	fi
 	wait $PID
 	_rc=$?
-	[ $_rc = 0 ] && ok "pmcached stopped cleanly ($1)" || bad "pmcached stopped with exit $_rc ($1)"
+	[ $_rc = 0 ] && ok "pmcached stopped cleanly ($1)" && return 0
+	bad "pmcached stopped with exit $_rc ($1)"
+	return 1
 }
