@@ -5,7 +5,9 @@
 # refused. `disks` must show the emulated NVMe disks by serial. A remove
 # that writes back over a slow disk (dm-delay) is not undone by a reload
 # meanwhile, and fails, keeping the device, when it is mounted meanwhile.
-# A stop while write-back to that slow disk is in flight ends.
+# A stop while write-back to that slow disk is in flight ends; after a
+# SIGKILL with every tag of its queues held on it, the next daemon waits
+# for the driver (past 5 s) and takes the device over.
 # A volume with no ublk_id whose slot's number is taken gets another.
 . /host/lib.sh
 PATH=/host/bin:$PATH
