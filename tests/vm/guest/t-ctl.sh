@@ -79,16 +79,20 @@ ctl 0 "check --repair --json" check --repair --json "$DAX" && has '"consistent":
 ctl 0 "dump" dump "$DAX" && has "superblock copy 1" "dump: both superblocks" && has "magic_ok *true" "dump: magic"
 
 # --- the daemon -----------------------------------------------------------
-cat >"$CONF" <<EOC
+# daemon_conf FILE VOLUME: vol0 (write-back on disk 1) and VOLUME
+daemon_conf() {
+	cat >"$1" <<EOC
 pmem = { path = "$DAX"; format = "never"; };
 state_dir = "/tmp/pmcache-state";
 control = { socket = "$SOCK"; };
 queues = { count = 4; depth = 64; };
 volumes = (
 	{ name = "vol0"; disk = "$D0"; mode = "write-back"; ublk_id = 0; },
-	{ name = "vol1"; disk = "$D1"; mode = "write-through"; ublk_id = 1; }
+	$2
 );
 EOC
+}
+daemon_conf "$CONF" '{ name = "vol1"; disk = "'"$D1"'"; mode = "write-through"; ublk_id = 1; }'
 : >"$LOG"
 pmcached_start "$CONF" "$LOG" || { bad "pmcached did not start"; cat "$LOG"; exit 1; }
 ok "pmcached ready (pid $PID)"
@@ -268,16 +272,8 @@ if dmsetup create --noudevsync slowd --table "0 $(blockdev --getsz "$D1") delay 
 	pmcached_stop "write-back in flight on a slow disk" 120
 	wait $FL
 	# again with vol0 and vol3 (vol1's disk is under dm-delay)
-	cat >/tmp/ctl-restart.conf <<EOC
-pmem = { path = "$DAX"; format = "never"; };
-state_dir = "/tmp/pmcache-state";
-control = { socket = "$SOCK"; };
-queues = { count = 4; depth = 64; };
-volumes = (
-	{ name = "vol0"; disk = "$D0"; mode = "write-back"; ublk_id = 0; },
-	{ name = "vol3"; disk = "/dev/mapper/slowd"; mode = "write-back"; ublk_id = 3; }
-);
-EOC
+	daemon_conf /tmp/ctl-restart.conf \
+		'{ name = "vol3"; disk = "/dev/mapper/slowd"; mode = "write-back"; ublk_id = 3; }'
 	pmcached_start /tmp/ctl-restart.conf "$LOG" ||
 		{ bad "pmcached did not start again"; cat "$LOG"; exit 1; }
 	ctl 0 "vol3 served after the restart" volume list && has "vol3 *write-back" "vol3 served again"
@@ -297,8 +293,14 @@ EOC
 	wait $PID 2>/dev/null
 	pmcached_start /tmp/ctl-restart.conf "$LOG" ||
 		{ bad "pmcached did not start after SIGKILL with vol3's tags held"; tail -20 "$LOG"; exit 1; }
-	grep -q "vol3: recovered /dev/ublkb3" "$LOG" && ok "vol3's device taken over after SIGKILL" ||
+	if grep -q "vol3: recovered /dev/ublkb3" "$LOG"; then
+		ok "vol3's device taken over after SIGKILL"
+	else
+		# nobody serves ublkb3: fio would wait on it for ever
 		bad "vol3's device not taken over: $(grep vol3 "$LOG" | tail -3)"
+		kill -9 $FH
+		exit 1
+	fi
 	grep -q "ublk device 3 not quiesced yet" "$LOG" &&
 		ok "the takeover waited for the driver: $(grep -o 'waiting up to [0-9]* s' "$LOG" | tail -1)"
 	wait $FH && ok "fio across the SIGKILL: no error" || bad "fio across the SIGKILL: $(tail -5 /tmp/held.txt)"

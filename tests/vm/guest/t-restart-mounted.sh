@@ -19,7 +19,8 @@
 #      process; once closed, "shutdown --remove-devices" removes it;
 # and first: the daemon's memory is locked but not its pmem mapping; a
 # member of control.group reaches the socket in /run/pmcache though the
-# directory starts as root's 0750, as systemd makes it.
+# directory starts as root's 0750, as systemd makes it (and, at the first
+# restart, a member of control.admin_group when that is the only group).
 . /host/lib.sh
 PATH=/host/bin:$PATH
 CONF=/tmp/pmcached.conf
@@ -30,6 +31,7 @@ RESTARTS=3
 # /run/pmcache as the unit's RuntimeDirectory leaves it (root, 0750); the
 # daemon must let control.group reach its socket there
 echo 'pmcops:x:4242:' >>/etc/group
+echo 'pmcadm:x:4244:' >>/etc/group
 mkdir -p /run/pmcache
 chmod 0750 /run/pmcache
 
@@ -114,6 +116,16 @@ for k in $(seq 1 $RESTARTS); do
 		out=$(pmcachectl -s "$SOCK" --json status)
 		echo "$out" | grep -q '"version": *"[^"]*-next"' && ok "restart $k: now serving: pmcached-next ($(echo "$out" | grep '"version"'))" ||
 			bad "restart $k: not the second build: $out"
+	elif [ $k -eq 1 ]; then
+		# control.admin_group alone: /run/pmcache (root's 0750 again,
+		# as a reboot leaves it) must be given to it, or its members
+		# cannot reach the socket
+		sed 's|group = "pmcops";|admin_group = "pmcadm";|' "$CONF" >/tmp/admin.conf
+		chgrp root /run/pmcache && chmod 0750 /run/pmcache
+		pmcached_start /tmp/admin.conf "$LOG" || { bad "restart $k: pmcached did not start"; tail -20 "$LOG"; break; }
+		out=$(pmc-run-as 4245 4244 pmcachectl -s "$SOCK" set writeback.max_age_ms 30000 2>&1) &&
+			ok "restart $k: a member of control.admin_group alone changes a setting ($(ls -ld /run/pmcache | cut -c1-10))" ||
+			bad "restart $k: admin_group member: $out; $(ls -ld /run/pmcache)"
 	else
 		pmcached_start "$CONF" "$LOG" || { bad "restart $k: pmcached did not start"; tail -20 "$LOG"; break; }
 	fi
