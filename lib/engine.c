@@ -409,7 +409,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	struct pmc_volume_info vi;
 	struct pmc_evol *v;
 	uint32_t slot;
-	int rc, clean_stop = 1;
+	int rc, clean_stop = 1, created = 0;
 
 	if (!vc) {
 		pmc_volume_conf_default(&def);
@@ -459,6 +459,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 			pthread_mutex_unlock(&e->lock);
 			return rc;
 		}
+		created = 1;
 		pmc_cache_volume_info(e->c, slot, &vi);
 	}
 	v = &e->vols[slot];
@@ -476,6 +477,15 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	if (rc) {
 		if (e->c)
 			pmc_cache_volume_put(e->c, slot);
+		/* a refused attach of a new volume leaves no record of it (it
+		 * took a volume slot of the cache for good, and the disk's
+		 * identity, refusing another disk under that name) */
+		if (created) {
+			struct pmc_err rerr = {0};
+
+			if (pmc_cache_volume_remove(e->c, slot, &rerr))
+				pmc_log(LOG_ERR, "volume %s: %s", name, rerr.msg);
+		}
 		pthread_mutex_unlock(&e->lock);
 		return rc;
 	}

@@ -6,7 +6,9 @@
  * or unknown one is refused by name; a file naming a volume twice is
  * refused; a save whose directory fsync fails leaves the record unknown,
  * so that the next change saves again; a state file under a long
- * state_dir is saved where it is named, one past PATH_MAX refused. */
+ * state_dir is saved where it is named, one past PATH_MAX refused; a new
+ * volume whose attach the state file refuses leaves no record in the
+ * cache. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -317,6 +319,43 @@ int main(void)
 		T_TRUE(!strcmp(names, "vol-a"));
 	}
 	pmc_state_close(st);
+
+	/* an attach of a volume new to the cache that is refused because the
+	 * state file cannot record it (after a crash, counts unknown, every
+	 * attach marks its volume) leaves no record of it in the cache */
+	{
+		struct pmc_cache_info ci;
+
+		unlink(pmem);
+		unlink(state);
+		T_OK(pmc_pmem_open(pmem, (2u << 20) + 64 * BS, &pm, &err));
+		T_OK(pmc_cache_format(pm, NULL, &err));
+		T_OK(pmc_cache_open(pm, 0, &c, &err));
+		pmc_cache_abandon(c); /* a crash */
+		T_OK(pmc_cache_open(pm, 0, &c, &err));
+		pmc_cache_get_info(c, &ci);
+		T_EQ(ci.counts_valid, 0);
+		T_OK(pmc_state_open(state, &st, &err));
+		T_TRUE(mkdir(state, 0700) == 0); /* every save fails at its rename */
+		T_OK(pmc_engine_create(c, NULL, &e, &err));
+		pmc_engine_set_state(e, st);
+		T_OK(pmc_disk_open(disk0, 0, &d, &err));
+		T_TRUE(pmc_engine_attach(e, "volnew", d, NULL, &v0, &err) != 0);
+		pmc_disk_close(d);
+		T_EQ(pmc_cache_volume_find(c, "volnew", &v0), -ENOENT);
+		T_TRUE(rmdir(state) == 0);
+		/* once the file can be saved, the same add goes through */
+		T_OK(pmc_disk_open(disk0, 0, &d, &err));
+		T_OK(pmc_engine_attach(e, "volnew", d, NULL, &v0, &err));
+		T_OK(pmc_cache_volume_find(c, "volnew", &v1));
+		T_EQ(v1, v0);
+		T_OK(pmc_engine_detach(e, v0, 0, &err));
+		pmc_engine_destroy(e);
+		pmc_state_close(st);
+		pmc_cache_close(c);
+		pmc_pmem_close(pm);
+		printf("ok: a new volume whose attach the state file refuses is not left in the cache\n");
+	}
 
 	unlink(pmem);
 	unlink(disk0);
