@@ -151,13 +151,8 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		pmc_pmem_close(pm);
 		return rc == -EACCES ? PMC_EXIT_PERM : PMC_EXIT_CORRUPT;
 	}
-	/* a poisoned metadata line would end the walk with SIGBUS: the
-	 * namespace's bad ranges are named instead */
-	if (pmc_cache_meta_badblocks(c, err)) {
-		pmc_cache_abandon(c);
-		pmc_pmem_close(pm);
-		return PMC_EXIT_CORRUPT;
-	}
+	/* (a bad range in the metadata refused the open: a poisoned line
+	 * would end the walk with SIGBUS) */
 	pmc_cache_get_info(c, &ci);
 	rc = pmc_cache_check(c, &rep, err);
 	if (ctx->a->json) {
@@ -365,10 +360,6 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	}
 	/* the superblock the library accepts; else the newest copy with the magic */
 	rc = pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, err);
-	/* a bad range in the metadata: no table is walked (a poisoned line
-	 * would end the dump with SIGBUS) */
-	if (!rc && pmc_cache_meta_badblocks(c, err))
-		rc = bad_meta = -EIO;
 	o = json_object_new_object();
 	sbs = json_object_new_array();
 	for (unsigned i = 0; i < PMC_SB_COPIES; i++) {
@@ -377,6 +368,21 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		json_object_array_add(sbs, sb_json(s));
 		if (s->magic == PMC_SB_MAGIC && (!sb || s->seq > sb->seq))
 			sb = s;
+	}
+	/* a bad range in the metadata: no table is walked (a poisoned line
+	 * would end the dump with SIGBUS). The open refused one below the
+	 * accepted superblock's data area; when the open failed, no copy's
+	 * geometry is trusted: any bad range stops the walk */
+	if (rc) {
+		struct pmc_err merr = {0};
+		char why[sizeof(err->msg)];
+
+		if (pmc_pmem_meta_badblocks(pm, pm->size, &merr)) {
+			bad_meta = 1;
+			snprintf(why, sizeof(why), "%s", err->msg);
+			if (rc != -EIO)
+				pmc_err_set(err, -rc, "%s; %s", why, merr.msg);
+		}
 	}
 	json_object_object_add(o, "pmem", json_object_new_string(path));
 	json_object_object_add(o, "size_bytes", json_object_new_uint64(pm->size));

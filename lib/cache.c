@@ -228,11 +228,6 @@ static int media_check(struct pmc_cache *c, struct pmc_err *err)
 	struct pmc_pmem *pm = c->pm;
 	int rc;
 
-	/* a bad range in the metadata refuses the open before anything
-	 * reads the metadata (a poisoned line raises SIGBUS) or stores */
-	rc = pmc_cache_meta_badblocks(c, err);
-	if (rc)
-		return rc;
 	if (pm->usc_valid && c->sb.pmem_id[0] &&
 	    !strncmp(c->sb.pmem_id, pm->dev_id, sizeof(c->sb.pmem_id)) &&
 	    c->sb.pmem_usc != pm->usc) {
@@ -306,6 +301,13 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 	c->rdonly = !!(flags & PMC_OPEN_RDONLY);
 	c->was_clean = (int)sb.clean;
 
+	/* a bad range in the metadata refuses the open before anything
+	 * reads the tables (a poisoned line raises SIGBUS) or stores */
+	rc = pmc_cache_meta_badblocks(c, err);
+	if (rc) {
+		cache_free(c);
+		return rc;
+	}
 	rc = volumes_check(c, err);
 	if (rc) {
 		cache_free(c);

@@ -215,23 +215,24 @@ static void bad_block(struct pmc_cache *c, uint64_t blk)
 	pmc_pmem_persist(c->pm, &d->state, sizeof(uint64_t));
 }
 
-/* the namespace's bad ranges: one in the metadata refuses (-EIO); with
- * quarantine, the cache blocks of the others are quarantined */
-static int badblocks(struct pmc_cache *c, int quarantine, struct pmc_err *err)
+/* the namespace's bad ranges: one below data_off (the metadata) refuses
+ * (-EIO); with c, the cache blocks of the others are quarantined */
+static int scan(struct pmc_pmem *pm, uint64_t data_off, struct pmc_cache *c,
+		struct pmc_err *err)
 {
 	struct pmem2_badblock_context *ctx = NULL;
 	struct pmem2_badblock bb;
-	uint64_t data_off = c->sb.data_off, n = 0;
+	uint64_t n = 0;
 	int rc;
 
-	if (!c->pm->src || (quarantine && c->rdonly))
+	if (!pm->src)
 		return 0;
 	/* a file on any file system lists its bad blocks (none, mostly): a
 	 * failure here is the device's bad-block list that cannot be read */
-	rc = pmem2_badblock_context_new(&ctx, c->pm->src);
+	rc = pmem2_badblock_context_new(&ctx, pm->src);
 	if (rc) {
 		pmc_log(LOG_WARNING, "pmem %s: its bad blocks cannot be read (%s): not checked",
-			c->pm->path, pmem2_errormsg());
+			pm->path, pmem2_errormsg());
 		return 0;
 	}
 	while ((rc = pmem2_badblock_next(ctx, &bb)) == 0) {
@@ -242,9 +243,9 @@ static int badblocks(struct pmc_cache *c, int quarantine, struct pmc_err *err)
 			return pmc_err_set(err, EIO,
 					   "pmem %s: bad block at offset %zu (+%zu bytes) in the "
 					   "metadata; the cache cannot be trusted",
-					   c->pm->path, bb.offset, bb.length);
+					   pm->path, bb.offset, bb.length);
 		}
-		if (!quarantine)
+		if (!c)
 			continue;
 		first = (bb.offset - data_off) / c->block_size;
 		end = (bb.offset + bb.length - data_off + c->block_size - 1) / c->block_size;
@@ -254,20 +255,25 @@ static int badblocks(struct pmc_cache *c, int quarantine, struct pmc_err *err)
 	if (rc != PMEM2_E_NO_BAD_BLOCK_FOUND)
 		pmc_log(LOG_WARNING, "pmem %s: its bad-block list could not be read to its end "
 			"(%s): the rest not checked",
-			c->pm->path, pmem2_errormsg());
+			pm->path, pmem2_errormsg());
 	pmem2_badblock_context_delete(&ctx);
 	if (n)
 		pmc_log(LOG_WARNING, "pmem %s: %" PRIu64 " cache blocks in bad ranges quarantined",
-			c->pm->path, n);
+			pm->path, n);
 	return 0;
 }
 
 int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err)
 {
-	return badblocks(c, 1, err);
+	return c->rdonly ? 0 : scan(c->pm, c->sb.data_off, c, err);
 }
 
 int pmc_cache_meta_badblocks(struct pmc_cache *c, struct pmc_err *err)
 {
-	return badblocks(c, 0, err);
+	return scan(c->pm, c->sb.data_off, NULL, err);
+}
+
+int pmc_pmem_meta_badblocks(struct pmc_pmem *pm, uint64_t data_off, struct pmc_err *err)
+{
+	return scan(pm, data_off, NULL, err);
 }

@@ -49,7 +49,7 @@ int pmc_cache_quarantine(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
 
 /*
  * At a read-write open, after pmc_cache_meta_badblocks() (which refuses
- * before any store): the namespace's bad blocks (libpmem2). A bad range
+ * before any load of the tables): the namespace's bad blocks (libpmem2). A bad range
  * in the metadata refuses the open (-EIO); a block of the data area in a
  * bad range is quarantined (clean dropped, dirty LOST, free retired), each
  * dirty one logged as lost. A device that cannot list bad blocks (a file)
@@ -57,8 +57,12 @@ int pmc_cache_quarantine(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
  */
 int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err);
 /* Only the refusal of a bad range in the metadata (read-only opens too):
- * asked before anything walks the metadata (the unsafe-shutdown check,
- * pmcachectl check and dump), whose loads would raise SIGBUS there. */
+ * pmc_cache_open() asks it right after the superblock, before anything
+ * reads the volume table or walks the index, whose loads would raise
+ * SIGBUS there. */
 int pmc_cache_meta_badblocks(struct pmc_cache *c, struct pmc_err *err);
+/* The same for a pmem no cache could be opened on (pmcachectl dump): the
+ * metadata is what lies below data_off (of a superblock copy). */
+int pmc_pmem_meta_badblocks(struct pmc_pmem *pm, uint64_t data_off, struct pmc_err *err);
 
 #endif
