@@ -30,6 +30,14 @@ static int check_desc(struct pmc_cache *c, uint64_t b, uint64_t blk, struct pmc_
 	if (pmc_index_bucket(c, d->vol, d->lba) != b)
 		return pmc_err_set(err, EUCLEAN, "descriptor %" PRIu64 ": in bucket %" PRIu64
 				   " but its key hashes elsewhere", blk, b);
+	/* a live copy's block is within its volume (write-back would write
+	 * it past the volume's end) */
+	if (pmc_desc_live(c, d) && d->lba >= c->vols[d->vol].size_bytes / c->block_size)
+		return pmc_err_set(err, EUCLEAN,
+				   "descriptor %" PRIu64 ": block %" PRIu64
+				   " past the end of volume %s (%" PRIu64 " blocks)",
+				   blk, d->lba, c->vols[d->vol].name,
+				   c->vols[d->vol].size_bytes / c->block_size);
 	return 0;
 }
 

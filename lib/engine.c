@@ -496,6 +496,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	atomic_store(&v->target, (int)vc->mode);
 	atomic_store(&v->draining, 0);
 	atomic_store(&v->error, 0);
+	atomic_store(&v->wb_corrupt, 0);
 	atomic_store(&v->backoff_ms, 0);
 	atomic_store(&v->retry_at_ns, 0);
 	/* unsynced: the first flush syncs. After an unclean stop the last

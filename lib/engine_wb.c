@@ -458,6 +458,20 @@ static int wb_consider(struct pmc_engine *e, uint64_t i, uint64_t now, uint64_t 
 		e->wb_oldest[vol] = birth;
 	if (!vol_eligible(e, vol, now))
 		return 0;
+	/* its key past the volume's end (metadata corrupt under a valid
+	 * checksum): never written (the disk offset would be past the
+	 * volume, or wrap onto another block); a flush of the volume fails */
+	if (lba >= e->vols[vol].blocks) {
+		uint64_t was = 0;
+
+		if (atomic_compare_exchange_strong(&e->vols[vol].wb_corrupt, &was, i + 1))
+			pmc_log(LOG_ERR,
+				"volume %s: descriptor %" PRIu64 " names block %" PRIu64
+				" past the volume's %" PRIu64 ": metadata corrupt, not written back "
+				"(pmcachectl check)",
+				e->vols[vol].name, i, lba, e->vols[vol].blocks);
+		return 0;
+	}
 	if (!(e->wb_active ||
 	      (e->wb_force && (e->wb_force_vol == UINT32_MAX || e->wb_force_vol == vol)) ||
 	      atomic_load(&e->vols[vol].draining) || (birth < aged && birth)))
@@ -948,6 +962,21 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 		if (left != last_left && progress)
 			progress(left, arg);
 		if (left == 0 && pmc_queue_busy(q) == 0)
+			break;
+		/* a block that cannot be written back: its dirty data stays */
+		for (uint32_t i = 0; i < e->nvols && !failing; i++) {
+			uint64_t bad = atomic_load(&e->vols[i].wb_corrupt);
+
+			if (bad && e->vols[i].disk && (vol == UINT32_MAX || vol == i)) {
+				rc = pmc_err_set(err, EUCLEAN,
+						 "volume %s: descriptor %" PRIu64 " names a block "
+						 "past the volume's end (corrupt metadata: pmcachectl "
+						 "check); %" PRIu64 " dirty blocks stay in the cache",
+						 e->vols[i].name, bad - 1, left);
+				failing = 1;
+			}
+		}
+		if (failing)
 			break;
 		/* a volume that keeps failing: give up after its back-off grew large */
 		for (uint32_t i = 0; i < e->nvols; i++) {
