@@ -590,6 +590,9 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 				  flags, &d->info, err);
 		if (rc)
 			goto err_free;
+		/* from here on err_del stops and deletes this number: the
+		 * driver's, which may not be the one asked for */
+		d->dev_id = d->info.dev_id;
 		added = 1;
 		if (d->info.nr_hw_queues != d->conf.nr_queues) {
 			rc = pmc_err_set(err, EINVAL,

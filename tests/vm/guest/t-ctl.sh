@@ -332,6 +332,27 @@ if dmsetup create --noudevsync halfa --table "0 $((sz / 2)) linear $D1 0" &&
 		ok "volB's device $dev takes writes" || bad "volB's device $dev"
 	ctl 0 "volume remove volB" volume remove volB
 	ctl 0 "volume remove volA" volume remove volA
+	# a device start that fails after ADD_DEV (the driver makes fewer
+	# queues than asked: the possible CPUs read as 8, the guest has 2)
+	# deletes the device it added, not /dev/ublkb0 (it stopped and deleted
+	# device 0, vol0's, and hung in DEL_DEV on vol0's open char device)
+	echo 0-7 >/tmp/possible
+	if mount --bind /tmp/possible /sys/devices/system/cpu/possible; then
+		before=$(ls /dev/ublkc* | sort | tr '\n' ' ')
+		pmcachectl -s "$SOCK" volume add volC /dev/mapper/halfa >$OUT 2>$OUT.err
+		rc=$?
+		umount /sys/devices/system/cpu/possible
+		[ $rc -ne 0 ] && grep -q "made device [0-9]* with 2 queues, not 4" $OUT.err &&
+			ok "an add whose device has too few queues is refused: exit $rc: $(cat $OUT.err)" ||
+			bad "an add whose device has too few queues: exit $rc: $(cat $OUT.err)"
+		after=$(ls /dev/ublkc* | sort | tr '\n' ' ')
+		[ "$before" = "$after" ] && ok "no ublk device left behind ($after)" ||
+			bad "ublk devices before the refused add: $before; after: $after"
+		dd if=/dev/ublkb0 of=/dev/null bs=4k count=16 iflag=direct 2>/dev/null &&
+			ok "vol0's /dev/ublkb0 still serves" || bad "vol0's /dev/ublkb0 gone after the refused add"
+	else
+		bad "bind mount over /sys/devices/system/cpu/possible"
+	fi
 	dmsetup remove halfb || bad "dmsetup remove halfb"
 	dmsetup remove halfa || bad "dmsetup remove halfa"
 else
