@@ -300,6 +300,31 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	return rc;
 }
 
+/*
+ * Detach a volume from the engine, removing it from the cache with remove.
+ * A removal refused (dirty blocks, a pmem error) detaches it all the same
+ * with its record and data kept in the pmem: its device is gone, and a
+ * slot still attached would hold its disk open and refuse the next add.
+ */
+static int volume_detach(struct pmcd *d, uint32_t vol, const char *name, int remove,
+			 struct pmc_err *err)
+{
+	struct pmc_err kerr = {0};
+	char why[sizeof(err->msg)];
+	int rc = pmc_engine_detach(d->e, vol, remove, err);
+
+	if (rc == 0 || !remove)
+		return rc;
+	if (pmc_engine_detach(d->e, vol, 0, &kerr)) {
+		pmc_log(LOG_ERR, "volume %s: %s", name, kerr.msg);
+		return rc;
+	}
+	snprintf(why, sizeof(why), "%s", err->msg);
+	pmc_err_set(err, -rc, "%s; detached, kept in the pmem until it is added again", why);
+	pmc_log(LOG_WARNING, "volume %s: %s", name, err->msg);
+	return rc;
+}
+
 static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
 		      struct pmc_nvmf_path *pnp, struct pmc_err *err)
 {
@@ -394,8 +419,7 @@ static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsign
 	if (rc) {
 		struct pmc_err derr = {0};
 
-		if (pmc_engine_detach(d->e, v->vol, fresh, &derr))
-			pmc_log(LOG_ERR, "volume %s: %s", vc->name, derr.msg);
+		volume_detach(d, v->vol, vc->name, fresh, &derr);
 		return rc;
 	}
 	pthread_mutex_lock(&d->lock);
@@ -498,9 +522,9 @@ static int volume_remove(struct pmcd *d, struct pmcd_volume *v, const char *name
 	v->used = 0;
 	v->disk = NULL;
 	pthread_mutex_unlock(&d->lock);
-	rc = pmc_engine_detach(d->e, v->vol, !kept, err);
+	rc = volume_detach(d, v->vol, name, !kept, err);
 	if (rc)
-		return rc;
+		return rc; /* its device is gone: the error says what became of it */
 	if (kept)
 		pmc_log(LOG_WARNING, "volume %s: detached with dirty data kept in the pmem", name);
 	else
