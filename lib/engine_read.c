@@ -418,8 +418,21 @@ void pmc_eng_start_read(struct pmc_req_ctx *x)
 		 * since) then keeps the fill out */
 		x->snap[i] = pmc_cache_fill_seq(e->c, req->vol, x->lba + i);
 		enum pmc_block_state bst;
+		int lrc = pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, &bst);
 
-		if (pmc_cache_lookup_pin(e->c, req->vol, x->lba + i, &blk, &bst) == 0) {
+		if (lrc == -EUCLEAN) {
+			/* the chain leaves the table or loops (corrupt index): a
+			 * copy of the block may lie past the break, newer than
+			 * the disk's; the read fails as for a LOST block */
+			pmc_log_ratelimited(&v->rl, LOG_ERR,
+					    "volume %s: block %" PRIu64 ": its index chain is "
+					    "corrupt; reads fail (pmcachectl check)",
+					    v->name, x->lba + i);
+			pmc_eng_set_res(x, -EIO);
+			x->blk[i] = HIT_BLK;
+			continue;
+		}
+		if (lrc == 0) {
 			hits++;
 			if (!x->buf && bst != PMC_BLK_LOST) {
 				/* user copy: kept pinned, sent out below */

@@ -82,6 +82,8 @@
  *                 (corrupt, checksummed): never written to the disk (its
  *                 offset would wrap onto another block), flush_all fails
  *                 naming it, the checker reports it
+ *   idx_corrupt   a looping index chain: a read of a block not found in it
+ *                 fails with EIO instead of reading the disk
  *   wb_pace       write-back keeps busy_inflight writes in flight while
  *                 requests run, max_inflight once a write waited for a
  *                 free block
@@ -1182,6 +1184,43 @@ static void sc_wb_corrupt(void)
 	printf("ok: wb_corrupt\n");
 }
 
+/* a bucket's chain that loops (corrupt index): a read of a block that
+ * hashes there and is not found fails with EIO (it was served from the
+ * disk: a newer copy past the break would be hidden); the block at the
+ * chain's head is still read */
+static void sc_idx_corrupt(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *a = &g_v[0];
+	uint64_t blk, b, other = UINT64_MAX, next;
+	char *buf;
+	int rc;
+
+	base_wb(&wb);
+	setup("idx_corrupt: a read through a looping index chain", 256, 1, 1024, &wb, NULL);
+	buf = et_alloc(BS);
+	T_EQ(write_ver(a, 5, 1, 3, 0), 0);
+	blk = g_t.c->buckets[b = pmc_index_bucket(g_t.c, a->vol, 5)] - 1;
+	T_EQ(g_t.c->descs[blk].lba, 5);
+	for (uint64_t l = 0; l < a->nblocks && other == UINT64_MAX; l++)
+		if (l != 5 && pmc_index_bucket(g_t.c, a->vol, l) == b)
+			other = l;
+	T_TRUE(other != UINT64_MAX);
+	next = g_t.c->descs[blk].next;
+	g_t.c->descs[blk].next = blk + 1; /* the chain's head points at itself */
+	rc = et_io(g_t.e, g_q, wbq(), PMC_REQ_READ, a->vol, other, 1, buf, 0);
+	printf("read of block %" PRIu64 " (bucket %" PRIu64 ", its chain looping): %d\n", other, b,
+	       rc);
+	T_EQ(rc, -EIO);
+	T_EQ(et_io(g_t.e, g_q, wbq(), PMC_REQ_READ, a->vol, 5, 1, buf, 0), 0);
+	T_EQ(et_version(buf, a->tag, 5), 3);
+	g_t.c->descs[blk].next = next;
+	T_EQ(et_io(g_t.e, g_q, wbq(), PMC_REQ_READ, a->vol, other, 1, buf, 0), 0);
+	free(buf);
+	teardown();
+	printf("ok: idx_corrupt\n");
+}
+
 /* the random model on disks that misbehave without failing */
 static void model_run(const char *name, void (*arm)(struct fdisk *f), uint64_t ops)
 {
@@ -2227,7 +2266,7 @@ static const struct {
     {"wb_sync", sc_wb_sync},	     {"wb_sync_fail", sc_wb_sync_fail},
     {"seq_bypass", sc_seq_bypass},   {"wb_pace", sc_wb_pace},
     {"stale_error", sc_stale_error}, {"wb_batch", sc_wb_batch},
-    {"wb_corrupt", sc_wb_corrupt},
+    {"wb_corrupt", sc_wb_corrupt},   {"idx_corrupt", sc_idx_corrupt},
 };
 
 int main(int argc, char **argv)
