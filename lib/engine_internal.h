@@ -80,9 +80,9 @@ struct pmc_evol {
 	atomic_uint_fast64_t retry_at_ns;
 	atomic_uint backoff_ms;
 	atomic_uint fail_streak; /* failed write-back rounds in a row */
-	/* a dirty descriptor of the volume names a block past its end
-	 * (corrupt metadata): that block (+1) is never written back */
-	atomic_uint_fast64_t wb_corrupt;
+	/* a dirty block of the volume cannot be written back (corrupt
+	 * metadata: its key past the end, its chain broken): a flush fails */
+	atomic_int wb_corrupt;
 	/* failure round of write-back (wb_lock): raised by the first failure
 	 * (of a write or a sync) of a retry; the other writes of that retry
 	 * fail without growing the back-off */

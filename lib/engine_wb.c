@@ -327,12 +327,28 @@ static uint32_t items_order(struct wb_item *it, unsigned n, uint32_t first)
 	return n ? it[0].vol + 1 : first;
 }
 
+/* a dirty block of vol that write-back must not write (corrupt metadata):
+ * logged once per attach, and a flush of the volume fails */
+static void wb_corrupt(struct pmc_engine *e, uint32_t vol, uint64_t lba, const char *why)
+{
+	int was = 0;
+
+	if (atomic_compare_exchange_strong(&e->vols[vol].wb_corrupt, &was, 1))
+		pmc_log(LOG_ERR,
+			"volume %s: dirty block %" PRIu64 ": %s; metadata corrupt, not written "
+			"back (pmcachectl check)",
+			e->vols[vol].name, lba, why);
+}
+
 /* pin blk if it is still the live dirty copy of (vol, lba) */
 static int wb_pin(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint64_t *blk)
 {
 	enum pmc_block_state st;
+	int rc = pmc_cache_lookup_pin(e->c, vol, lba, blk, &st);
 
-	if (pmc_cache_lookup_pin(e->c, vol, lba, blk, &st))
+	if (rc == -EUCLEAN) /* its chain breaks: a copy past the break is not seen */
+		wb_corrupt(e, vol, lba, "its index chain is corrupt");
+	if (rc)
 		return 0;
 	if (st != PMC_BLK_DIRTY) {
 		pmc_cache_unpin(e->c, *blk);
@@ -462,14 +478,7 @@ static int wb_consider(struct pmc_engine *e, uint64_t i, uint64_t now, uint64_t 
 	 * checksum): never written (the disk offset would be past the
 	 * volume, or wrap onto another block); a flush of the volume fails */
 	if (lba >= e->vols[vol].blocks) {
-		uint64_t was = 0;
-
-		if (atomic_compare_exchange_strong(&e->vols[vol].wb_corrupt, &was, i + 1))
-			pmc_log(LOG_ERR,
-				"volume %s: descriptor %" PRIu64 " names block %" PRIu64
-				" past the volume's %" PRIu64 ": metadata corrupt, not written back "
-				"(pmcachectl check)",
-				e->vols[vol].name, i, lba, e->vols[vol].blocks);
+		wb_corrupt(e, vol, lba, "past the volume's end");
 		return 0;
 	}
 	if (!(e->wb_active ||
@@ -965,14 +974,13 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 			break;
 		/* a block that cannot be written back: its dirty data stays */
 		for (uint32_t i = 0; i < e->nvols && !failing; i++) {
-			uint64_t bad = atomic_load(&e->vols[i].wb_corrupt);
-
-			if (bad && e->vols[i].disk && (vol == UINT32_MAX || vol == i)) {
+			if (atomic_load(&e->vols[i].wb_corrupt) && e->vols[i].disk &&
+			    (vol == UINT32_MAX || vol == i)) {
 				rc = pmc_err_set(err, EUCLEAN,
-						 "volume %s: descriptor %" PRIu64 " names a block "
-						 "past the volume's end (corrupt metadata: pmcachectl "
-						 "check); %" PRIu64 " dirty blocks stay in the cache",
-						 e->vols[i].name, bad - 1, left);
+						 "volume %s: a dirty block cannot be written back: "
+						 "metadata corrupt (logged; pmcachectl check); %" PRIu64
+						 " dirty blocks stay in the cache",
+						 e->vols[i].name, left);
 				failing = 1;
 			}
 		}

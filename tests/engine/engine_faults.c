@@ -82,8 +82,9 @@
  *                 (corrupt, checksummed): never written to the disk (its
  *                 offset would wrap onto another block), flush_all fails
  *                 naming it, the checker reports it
- *   idx_corrupt   a looping index chain: a read of a block not found in it
- *                 fails with EIO instead of reading the disk
+ *   idx_corrupt   a looping index chain hides a dirty block: its read fails
+ *                 with EIO (not the disk's older data), flush_all fails
+ *                 naming the volume instead of waiting for ever
  *   wb_pace       write-back keeps busy_inflight writes in flight while
  *                 requests run, max_inflight once a write waited for a
  *                 free block
@@ -1171,7 +1172,7 @@ static void sc_wb_corrupt(void)
 	rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
 	printf("flush_all: %d: %s\n", rc, err.msg);
 	T_EQ(rc, -EUCLEAN);
-	if (!strstr(err.msg, a->name) || !strstr(err.msg, "past the volume's end"))
+	if (!strstr(err.msg, a->name) || !strstr(err.msg, "metadata corrupt"))
 		T_FAIL("flush_all's message '%s' does not name %s and the bad block", err.msg,
 		       a->name);
 	expect_disk(a, 3, 1, ONE(0), "a block past the end, wrapped onto block 3");
@@ -1184,10 +1185,11 @@ static void sc_wb_corrupt(void)
 	printf("ok: wb_corrupt\n");
 }
 
-/* a bucket's chain that loops (corrupt index): a read of a block that
- * hashes there and is not found fails with EIO (it was served from the
- * disk: a newer copy past the break would be hidden); the block at the
- * chain's head is still read */
+/* a bucket's chain that loops at its head (corrupt index), hiding the
+ * dirty copy of another block behind it: a read of that block fails with
+ * EIO (it was served from the disk's older data), write-back cannot
+ * reach it and flush_all fails naming the volume (instead of waiting for
+ * ever); the block at the head is still read; mended, all is back */
 static void sc_idx_corrupt(void)
 {
 	struct pmc_wb_conf wb;
@@ -1197,25 +1199,39 @@ static void sc_idx_corrupt(void)
 	int rc;
 
 	base_wb(&wb);
-	setup("idx_corrupt: a read through a looping index chain", 256, 1, 1024, &wb, NULL);
+	wb.high_pct = 100; /* nothing written back unless asked */
+	wb.low_pct = 100;
+	wb.max_age_ms = 600000;
+	setup("idx_corrupt: a looping index chain hides a dirty block", 256, 1, 1024, &wb, NULL);
 	buf = et_alloc(BS);
-	T_EQ(write_ver(a, 5, 1, 3, 0), 0);
-	blk = g_t.c->buckets[b = pmc_index_bucket(g_t.c, a->vol, 5)] - 1;
-	T_EQ(g_t.c->descs[blk].lba, 5);
+	b = pmc_index_bucket(g_t.c, a->vol, 5);
 	for (uint64_t l = 0; l < a->nblocks && other == UINT64_MAX; l++)
 		if (l != 5 && pmc_index_bucket(g_t.c, a->vol, l) == b)
 			other = l;
 	T_TRUE(other != UINT64_MAX);
+	T_EQ(write_ver(a, other, 1, 4, 0), 0);
+	T_EQ(write_ver(a, 5, 1, 3, 0), 0); /* the chain: 5, then other */
+	blk = g_t.c->buckets[b] - 1;
+	T_EQ(g_t.c->descs[blk].lba, 5);
 	next = g_t.c->descs[blk].next;
-	g_t.c->descs[blk].next = blk + 1; /* the chain's head points at itself */
+	T_TRUE(next != 0 && g_t.c->descs[next - 1].lba == other);
+	g_t.c->descs[blk].next = blk + 1; /* the head points at itself */
 	rc = et_io(g_t.e, g_q, wbq(), PMC_REQ_READ, a->vol, other, 1, buf, 0);
-	printf("read of block %" PRIu64 " (bucket %" PRIu64 ", its chain looping): %d\n", other, b,
-	       rc);
+	printf("read of block %" PRIu64 " behind the loop: %d\n", other, rc);
 	T_EQ(rc, -EIO);
 	T_EQ(et_io(g_t.e, g_q, wbq(), PMC_REQ_READ, a->vol, 5, 1, buf, 0), 0);
 	T_EQ(et_version(buf, a->tag, 5), 3);
+	memset(&err, 0, sizeof(err));
+	alarm(20); /* a flush waiting for ever for the hidden block: killed */
+	rc = pmc_engine_flush_all(g_t.e, g_q, a->vol, NULL, NULL, &err);
+	alarm(0);
+	printf("flush_all: %d: %s\n", rc, err.msg);
+	T_EQ(rc, -EUCLEAN);
+	T_TRUE(strstr(err.msg, a->name) && strstr(err.msg, "metadata corrupt"));
+	expect_disk(a, other, 1, ONE(0), "the block behind the loop");
 	g_t.c->descs[blk].next = next;
 	T_EQ(et_io(g_t.e, g_q, wbq(), PMC_REQ_READ, a->vol, other, 1, buf, 0), 0);
+	T_EQ(et_version(buf, a->tag, other), 4);
 	free(buf);
 	teardown();
 	printf("ok: idx_corrupt\n");
