@@ -116,6 +116,12 @@ static void handle(struct pmcd_queue *uq, uint16_t tag)
 		return;
 	}
 	req->vol = d->conf.vol;
+	/* a sector past 2^55 would wrap into the volume (the engine checks
+	 * the byte range): refused as past the end */
+	if (iod->start_sector > UINT64_MAX >> 9) {
+		commit(uq, tag, -EINVAL);
+		return;
+	}
 	req->off = iod->start_sector << 9;
 	req->len = (uint64_t)iod->nr_sectors << 9;
 	req->buf = tag_buf(uq, tag);
