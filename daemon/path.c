@@ -172,7 +172,11 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 		rc = pmc_nvmf_connect(&conf.nvmf, conf.name, PATH_CONNECT_WAIT_MS, &p, &err);
 		pthread_mutex_lock(&d->lock);
 		if (!same_volume(v, &conf, gen)) {
+			/* removed (or added again) meanwhile: a controller this
+			 * connect made belongs to no volume */
 			pthread_mutex_unlock(&d->lock);
+			if (rc == 0 && p.made[0])
+				pmcd_nvmf_release(d, p.made, conf.name, "removed while reconnecting");
 			return;
 		}
 		if (rc) {

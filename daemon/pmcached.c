@@ -271,6 +271,24 @@ static int attach_placeholder(struct pmcd *d, const struct pmc_config_volume *vc
 static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
 		      struct pmc_nvmf_path *pnp, struct pmc_err *err);
 
+void pmcd_nvmf_release(struct pmcd *d, const char *made, const char *name, const char *why)
+{
+	struct pmc_err derr = {0};
+	int used = 0;
+
+	pthread_mutex_lock(&d->lock);
+	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)
+		used |= d->vols[i].used && !strcmp(d->vols[i].path_ctrl, made);
+	pthread_mutex_unlock(&d->lock);
+	if (used)
+		return;
+	if (pmc_nvmf_disconnect(made, &derr))
+		pmc_log(LOG_WARNING, "volume %s: %s; its %s", name, why, derr.msg);
+	else
+		pmc_log(LOG_INFO, "volume %s: %s; controller %s, which it connected, is "
+				  "disconnected", name, why, made);
+}
+
 /*
  * A refused add leaves the host's fabric connections as they were: the
  * controller its connect made is disconnected again, unless a served
@@ -281,22 +299,10 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 		    struct pmc_err *err)
 {
 	struct pmc_nvmf_path np = {0};
-	struct pmc_err derr = {0};
-	int rc = volume_add(d, vc, flags, &np, err), used = 0;
+	int rc = volume_add(d, vc, flags, &np, err);
 
-	if (!rc || !np.made[0])
-		return rc;
-	pthread_mutex_lock(&d->lock);
-	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)
-		used |= d->vols[i].used && !strcmp(d->vols[i].path_ctrl, np.made);
-	pthread_mutex_unlock(&d->lock);
-	if (used)
-		return rc;
-	if (pmc_nvmf_disconnect(np.made, &derr))
-		pmc_log(LOG_WARNING, "volume %s: refused; its %s", vc->name, derr.msg);
-	else
-		pmc_log(LOG_INFO, "volume %s: refused; controller %s, which it connected, "
-				  "is disconnected", vc->name, np.made);
+	if (rc && np.made[0])
+		pmcd_nvmf_release(d, np.made, vc->name, "refused");
 	return rc;
 }
 

@@ -66,6 +66,9 @@ struct pmcd {
 
 /* volumes at run time (pmcached.c) */
 /* flags: PMC_ATTACH_* (diskid.h) */
+/* disconnect the NVMe-oF controller made (a name) for volume name unless a
+ * served volume's path uses it; why goes in the log line */
+void pmcd_nvmf_release(struct pmcd *d, const char *made, const char *name, const char *why);
 int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
 		    struct pmc_err *err);
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err);

@@ -80,6 +80,15 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	return 0;
 }
 
+/* no NVMe-oF volume here: the path monitor connects none */
+void pmcd_nvmf_release(struct pmcd *d, const char *made, const char *name, const char *why)
+{
+	(void)d;
+	(void)made;
+	(void)name;
+	(void)why;
+}
+
 /* as pmcached's: write-around, flush through the write-back thread, detach */
 int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_err *err)
 {
