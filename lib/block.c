@@ -29,8 +29,10 @@
  * stripe lock of the candidate's bucket (see index.c).
  */
 #include <errno.h>
+#include <inttypes.h>
 
 #include "cache_internal.h"
+#include "log.h"
 
 void (*pmc_test_alloc_claimed)(struct pmc_cache *c, uint64_t blk);
 
@@ -97,6 +99,36 @@ static int claim(struct pmc_cache *c, uint64_t blk)
 					   __ATOMIC_ACQUIRE);
 }
 
+/*
+ * A claimed block whose key does not verify (its checksum fails, or its
+ * volume slot is out of range): a descriptor torn by a crash before it was
+ * linked, or a linked one corrupted since. Its key cannot find its chain,
+ * so every chain is searched, one stripe lock at a time (rare: torn
+ * orphans are a few per crash). 0: in no chain; -EBUSY: linked (or a chain
+ * is corrupt), kept for the checker.
+ */
+static int unverified(struct pmc_cache *c, uint64_t blk)
+{
+	static struct pmc_ratelimit rl;
+	uint64_t *link;
+	int rc = -ENOENT;
+
+	/* a stripe's buckets are b with b & (nr_stripes - 1) == s */
+	for (uint32_t s = 0; s < c->nr_stripes && rc == -ENOENT; s++) {
+		pthread_mutex_lock(&c->stripe[s]);
+		for (uint64_t b = s; b <= c->bucket_mask && rc == -ENOENT; b += c->nr_stripes)
+			rc = pmc_index_find_blk_locked(c, b, blk, &link);
+		pthread_mutex_unlock(&c->stripe[s]);
+	}
+	if (rc == -ENOENT)
+		return 0;
+	pmc_log_ratelimited(&rl, LOG_ERR,
+			    "pmem %s: cache block %" PRIu64 " is linked but its descriptor's key "
+			    "is corrupt: not reused (pmcachectl check)",
+			    c->pm->path, blk);
+	return -EBUSY;
+}
+
 /* decide on a claimed, non-FREE block: 0 = reusable, -EBUSY = keep */
 static int reclaim(struct pmc_cache *c, uint64_t blk, int mode)
 {
@@ -108,11 +140,16 @@ static int reclaim(struct pmc_cache *c, uint64_t blk, int mode)
 	if ((pmc_load64(&d->state) & 0xff) == PMC_BLK_BAD)
 		return -EBUSY; /* retired: bad media (poison.h) */
 	if (vol >= c->max_volumes)
-		return 0; /* never linked: a live descriptor has a valid slot */
+		return unverified(c, blk); /* a live descriptor has a valid slot */
 	b = pmc_index_bucket(c, vol, d->lba);
 	s = pmc_stripe_of(c, b);
 	pthread_mutex_lock(&c->stripe[s]);
 	rc = pmc_index_find_blk_locked(c, b, blk, &link);
+	if (rc == -ENOENT && d->csum != pmc_desc_csum(d)) {
+		/* not in its key's chain, but the key may be corrupt */
+		pthread_mutex_unlock(&c->stripe[s]);
+		return unverified(c, blk);
+	}
 	if (rc == -ENOENT) {
 		/* an orphan. A LOST one is bad media whose BAD store (after
 		 * its unlink, index.c retire_old) a crash lost: retired now,

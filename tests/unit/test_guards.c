@@ -20,6 +20,10 @@
  *                clean). The crash simulator lets every pending word land
  *                or not at random; this is the one landing that tells
  *                whether the earlier barrier is there.
+ *   corrupt_key  a linked descriptor whose key no longer verifies (its slot
+ *                out of range, another bucket's lba, another volume) is
+ *                never handed out by the allocator: its key cannot find
+ *                its chain, so every chain is searched; a torn orphan is
  * Each one guards a line that a kept mutant (tests/mutants/) removes.
  */
 #include <errno.h>
@@ -343,6 +347,83 @@ static void test_sb_lands(void)
 	simpmem_fini(&rec);
 }
 
+/* --- a descriptor whose key does not verify ---------------------------- */
+
+/* every block but the one at x cached clean for a, then take blocks with
+ * eviction as long as there are: is x handed out? (the others are put
+ * back clean at the volume's far end, so each is reused in turn) */
+static int handed_out(struct pmc_cache *c, uint32_t a, uint64_t x, uint64_t n)
+{
+	uint64_t got, far = 1000;
+	int res;
+
+	for (uint64_t i = 0; i < 3 * n; i++) {
+		if (pmc_cache_alloc(c, PMC_ALLOC_EVICT, &got))
+			return 0;
+		if (got == x) {
+			pmc_cache_unpin(c, got);
+			return 1;
+		}
+		T_OK(pmc_cache_publish_n(c, a, &far, &got, 1, PMC_BLK_CLEAN, NULL, &res));
+		T_EQ(res, 0);
+		far++;
+		pmc_cache_unpin(c, got);
+	}
+	return 0;
+}
+
+static void test_corrupt_key(void)
+{
+	struct pmc_cache_info info;
+	struct pmc_check_report rep;
+	struct pmc_cache *c;
+	struct pmc_desc *d;
+	uint32_t a;
+	uint64_t x;
+
+	for (int k = 0; k < 3; k++) {
+		c = fresh();
+		pmc_cache_get_info(c, &info);
+		T_OK(pmc_cache_volume_add(c, "a", "/dev/a", 4096 * BS, &a, &err));
+		for (uint64_t lba = 0; lba < info.nr_blocks; lba++)
+			put(c, a, lba, 1);
+		for (uint64_t lba = 0; lba < info.nr_blocks; lba++)
+			T_OK(pmc_cache_mark_clean(c, a, lba, blk_of(c, a, lba)));
+		x = blk_of(c, a, 5);
+		pmc_cache_close(c);
+		d = (struct pmc_desc *)(sim.live + ((struct pmc_sb *)sim.live)->desc_off) + x;
+		if (k == 0)
+			d->vol = 9999; /* out of range */
+		else if (k == 1)
+			d->lba ^= 1ull << 40; /* another bucket */
+		else
+			d->vol = a + 1; /* another (absent) volume */
+		T_OK(pmc_cache_open(sim.pm, 0, &c, &err));
+		if (handed_out(c, a, x, info.nr_blocks))
+			T_FAIL("corrupt_key %d: the allocator handed out block %llu, still linked", k,
+			       (unsigned long long)x);
+		T_ERR(pmc_cache_check(c, &rep, &err), EUCLEAN, "");
+		pmc_cache_close(c);
+	}
+	/* a torn orphan (in no chain, its key not verifying) is reused */
+	c = fresh();
+	pmc_cache_get_info(c, &info);
+	T_OK(pmc_cache_volume_add(c, "a", "/dev/a", 4096 * BS, &a, &err));
+	put(c, a, 5, 1);
+	x = blk_of(c, a, 5);
+	T_OK(pmc_cache_invalidate(c, a, 5, 1));
+	pmc_cache_close(c);
+	d = (struct pmc_desc *)(sim.live + ((struct pmc_sb *)sim.live)->desc_off) + x;
+	d->state = PMC_BLK_DIRTY; /* as a crash before the link leaves it */
+	d->lba ^= 1ull << 40;
+	T_OK(pmc_cache_open(sim.pm, 0, &c, &err));
+	T_TRUE(handed_out(c, a, x, info.nr_blocks));
+	check(c);
+	pmc_cache_close(c);
+	printf("ok: corrupt_key: a linked block whose key does not verify is never reused; a "
+	       "torn orphan is\n");
+}
+
 int main(void)
 {
 	/* a plain buffer as pmem: 2 MiB of metadata and 48 blocks */
@@ -353,6 +434,7 @@ int main(void)
 	alloc_race(RACE_UNREFERENCED, "alloc_race: pinned after the claim, reference bit clear");
 	test_remove_dirty();
 	test_sb_lands();
+	test_corrupt_key();
 	simpmem_fini(&sim);
 	printf("PASS test_guards\n");
 	return 0;
