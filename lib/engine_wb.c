@@ -327,6 +327,10 @@ static uint32_t items_order(struct wb_item *it, unsigned n, uint32_t first)
 	return n ? it[0].vol + 1 : first;
 }
 
+/* passes of a flush without progress (each waits on the ring up to 10 ms)
+ * before a volume with a block it cannot write back fails it */
+#define WB_CORRUPT_STALL 50u
+
 /* a dirty block of vol that write-back must not write (corrupt metadata):
  * logged once per attach, and a flush of the volume fails */
 static void wb_corrupt(struct pmc_engine *e, uint32_t vol, uint64_t lba, const char *why)
@@ -335,8 +339,8 @@ static void wb_corrupt(struct pmc_engine *e, uint32_t vol, uint64_t lba, const c
 
 	if (atomic_compare_exchange_strong(&e->vols[vol].wb_corrupt, &was, 1))
 		pmc_log(LOG_ERR,
-			"volume %s: dirty block %" PRIu64 ": %s; metadata corrupt, not written "
-			"back (pmcachectl check)",
+			"volume %s: write-back at block %" PRIu64 ": %s; metadata corrupt, "
+			"what it hides is not written back (pmcachectl check)",
 			e->vols[vol].name, lba, why);
 }
 
@@ -474,13 +478,6 @@ static int wb_consider(struct pmc_engine *e, uint64_t i, uint64_t now, uint64_t 
 		e->wb_oldest[vol] = birth;
 	if (!vol_eligible(e, vol, now))
 		return 0;
-	/* its key past the volume's end (metadata corrupt under a valid
-	 * checksum): never written (the disk offset would be past the
-	 * volume, or wrap onto another block); a flush of the volume fails */
-	if (lba >= e->vols[vol].blocks) {
-		wb_corrupt(e, vol, lba, "past the volume's end");
-		return 0;
-	}
 	if (!(e->wb_active ||
 	      (e->wb_force && (e->wb_force_vol == UINT32_MAX || e->wb_force_vol == vol)) ||
 	      atomic_load(&e->vols[vol].draining) || (birth < aged && birth)))
@@ -807,6 +804,16 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 			i++;
 			continue;
 		}
+		/* pinned as the live dirty copy of (vol, lba): a key past the
+		 * volume's end (metadata corrupt under a valid checksum) is
+		 * never written (its disk offset would be past the volume, or
+		 * wrap onto another block); a flush of the volume fails */
+		if (lba >= e->vols[vol].blocks) {
+			pmc_cache_unpin(e->c, blk);
+			wb_corrupt(e, vol, lba, "past the volume's end");
+			i++;
+			continue;
+		}
 		if (!(r = round_for(e, q, vol, now))) {
 			pmc_cache_unpin(e->c, blk);
 			break;
@@ -919,6 +926,7 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 			 struct pmc_err *err)
 {
 	uint64_t last_left = UINT64_MAX;
+	unsigned stalled = 0;
 	unsigned *streak0;
 	int rc = 0;
 
@@ -972,8 +980,11 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 			progress(left, arg);
 		if (left == 0 && pmc_queue_busy(q) == 0)
 			break;
-		/* a block that cannot be written back: its dirty data stays */
-		for (uint32_t i = 0; i < e->nvols && !failing; i++) {
+		/* a block that cannot be written back: its dirty data stays;
+		 * the flush fails once the others are written (nothing moved
+		 * for a while, nothing in flight) */
+		stalled = left == last_left && pmc_queue_busy(q) == 0 ? stalled + 1 : 0;
+		for (uint32_t i = 0; i < e->nvols && !failing && stalled >= WB_CORRUPT_STALL; i++) {
 			if (atomic_load(&e->vols[i].wb_corrupt) && e->vols[i].disk &&
 			    (vol == UINT32_MAX || vol == i)) {
 				rc = pmc_err_set(err, EUCLEAN,

@@ -1146,8 +1146,9 @@ static void sc_flush_fail(void)
 
 /* a dirty descriptor whose key lies past its volume's end, checksummed
  * (corrupt metadata, as a bug could leave it): never written back (its
- * offset wrapped onto block 3 of the disk), flush_all fails naming it,
- * the other volume is written back, and the checker reports it */
+ * offset wrapped onto block 3 of the disk), flush_all fails naming it
+ * once everything else (of both volumes, over many steps) is written
+ * back, and the checker reports it */
 static void sc_wb_corrupt(void)
 {
 	struct pmc_wb_conf wb;
@@ -1160,9 +1161,11 @@ static void sc_wb_corrupt(void)
 	wb.high_pct = 100; /* nothing written back unless asked */
 	wb.low_pct = 100;
 	wb.max_age_ms = 600000;
-	setup("wb_corrupt: a dirty block past its volume's end", 256, 2, 1024, &wb, NULL);
+	setup("wb_corrupt: a dirty block past its volume's end", 1024, 2, 1024, &wb, NULL);
 	T_EQ(write_ver(a, 20, 10, 3, 0), 0);
-	T_EQ(write_ver(b, 0, 10, 3, 0), 0);
+	/* many separate writes of the other volume: more than one step's */
+	for (uint64_t l = 0; l < 600; l += 2)
+		T_EQ(write_ver(b, l, 1, 3, 0), 0);
 	T_OK(pmc_cache_alloc(g_t.c, 0, &blk));
 	et_fill(pmc_cache_block_data(g_t.c, blk), a->tag, 3, 7);
 	T_OK(pmc_cache_publish_n(g_t.c, a->vol, &lba, &blk, 1, PMC_BLK_DIRTY, NULL, &res));
@@ -1176,7 +1179,9 @@ static void sc_wb_corrupt(void)
 		T_FAIL("flush_all's message '%s' does not name %s and the bad block", err.msg,
 		       a->name);
 	expect_disk(a, 3, 1, ONE(0), "a block past the end, wrapped onto block 3");
-	expect_disk(b, 0, 10, ONE(3), "flush_all with another volume's block corrupt");
+	expect_disk(a, 20, 10, ONE(3), "the same volume's other blocks");
+	for (uint64_t l = 0; l < 600; l += 2)
+		expect_disk(b, l, 1, ONE(3), "flush_all with another volume's block corrupt");
 	T_ERR(pmc_cache_check(g_t.c, &rep, &err), EUCLEAN, "past the end of volume");
 	/* dropped (what an operator's --discard-dirty would do): consistent */
 	T_OK(pmc_cache_invalidate(g_t.c, a->vol, lba, 1));
