@@ -365,6 +365,15 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	for (unsigned i = 0; i < PMC_SB_COPIES; i++) {
 		const struct pmc_sb *s = (const void *)(pm->base + i * PMC_SB_SLOT);
 
+		if (pmc_pmem_range_bad(pm, (uint64_t)i * PMC_SB_SLOT, PMC_SB_SLOT)) {
+			/* not read: a poisoned line raises SIGBUS */
+			struct json_object *b = json_object_new_object();
+
+			json_object_object_add(b, "media_error", json_object_new_boolean(1));
+			json_object_array_add(sbs, b);
+			bad_meta = 1;
+			continue;
+		}
 		json_object_array_add(sbs, sb_json(s));
 		if (s->magic == PMC_SB_MAGIC && (!sb || s->seq > sb->seq))
 			sb = s;
@@ -381,7 +390,10 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			bad_meta = 1;
 			snprintf(why, sizeof(why), "%s", err->msg);
 			if (rc != -EIO)
-				pmc_err_set(err, -rc, "%s; %s", why, merr.msg);
+				pmc_err_set(err, -rc,
+					    "%s; no table walked: the pmem lists bad ranges and no "
+					    "superblock's geometry is trusted",
+					    why);
 		}
 	}
 	json_object_object_add(o, "pmem", json_object_new_string(path));

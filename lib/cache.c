@@ -829,6 +829,10 @@ int pmc_cache_read(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nbl
 		uint64_t blk;
 		int rc = pmc_cache_lookup_pin(c, vol, lba + i, &blk, NULL);
 
+		if (rc == -EUCLEAN) { /* a copy past the chain's break is not seen */
+			pmc_cache_volume_put(c, vol);
+			return -EIO;
+		}
 		if (hit)
 			hit[i] = rc == 0;
 		if (rc)

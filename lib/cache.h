@@ -167,7 +167,8 @@ int pmc_cache_write(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nb
 
 /* Copy the cached blocks of (vol, lba...) into buf. hit[i] (optional) is set
  * to 1 for a block found, 0 for a miss (its part of buf is left alone).
- * Returns the number of blocks found. */
+ * Returns the number of blocks found; -EIO when a lookup meets a corrupt
+ * index chain (a copy past its break would be missed). */
 int pmc_cache_read(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t nblocks, void *buf,
 		   uint8_t *hit);
 

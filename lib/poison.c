@@ -277,3 +277,17 @@ int pmc_pmem_meta_badblocks(struct pmc_pmem *pm, uint64_t data_off, struct pmc_e
 {
 	return scan(pm, data_off, NULL, err);
 }
+
+int pmc_pmem_range_bad(struct pmc_pmem *pm, uint64_t off, uint64_t len)
+{
+	struct pmem2_badblock_context *ctx = NULL;
+	struct pmem2_badblock bb;
+	int bad = 0;
+
+	if (!pm->src || pmem2_badblock_context_new(&ctx, pm->src))
+		return 0; /* not listed: as scan() */
+	while (!bad && pmem2_badblock_next(ctx, &bb) == 0)
+		bad = bb.offset < off + len && bb.offset + bb.length > off;
+	pmem2_badblock_context_delete(&ctx);
+	return bad;
+}

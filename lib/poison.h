@@ -64,5 +64,7 @@ int pmc_cache_meta_badblocks(struct pmc_cache *c, struct pmc_err *err);
 /* The same for a pmem no cache could be opened on (pmcachectl dump): the
  * metadata is what lies below data_off (of a superblock copy). */
 int pmc_pmem_meta_badblocks(struct pmc_pmem *pm, uint64_t data_off, struct pmc_err *err);
+/* 1 when a listed bad range overlaps [off, off + len): not to be read */
+int pmc_pmem_range_bad(struct pmc_pmem *pm, uint64_t off, uint64_t len);
 
 #endif

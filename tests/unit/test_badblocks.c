@@ -14,8 +14,9 @@
  * and a crash before the commit left them trusted); and a bad range in
  * the metadata refuses the open, also after an unsafe shutdown (whose
  * whole-metadata check must not read a poisoned line: one page is mapped
- * to raise SIGBUS), with the volume table poisoned (read by the open's
- * checks), and on a read-only open before any walk.
+ * to raise SIGBUS), with the volume table or a superblock copy poisoned
+ * (read by the open's first steps), and on a read-only open before any
+ * walk.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -195,9 +196,17 @@ int main(void)
 		T_ERR(pmc_cache_open(pm, 0, &c, &err), EIO, "in the metadata");
 		T_ERR(pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, &err), EIO, "in the metadata");
 		pmc_pmem_close(pm);
+		/* a superblock copy poisoned: not read either (the other copy
+		 * is good, but the next commit would go to this one) */
+		T_OK(pmc_pmem_open(g_path, 0, &pm, &err));
+		g_bad[0].offset = PMC_SB_SLOT;
+		poison_page(pm, PMC_SB_SLOT, hole);
+		T_ERR(pmc_cache_open(pm, 0, &c, &err), EIO, "superblock copy 1");
+		T_ERR(pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, &err), EIO, "superblock copy 1");
+		pmc_pmem_close(pm);
 		unlink(hole);
 		printf("ok: a poisoned metadata line (descriptors after an unsafe shutdown, the "
-		       "volume table): refused, not read\n");
+		       "volume table, a superblock copy): refused, not read\n");
 	}
 	/* a 1.0 cache whose read-write open is refused (a bad range in the
 	 * metadata) is left as it was: its volume slots were converted to 1.1
