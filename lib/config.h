@@ -48,7 +48,12 @@
 #define PMC_CONFIG_GROUP_MAX 32u       /* bytes of a group name, without the NUL */
 #define PMC_CONFIG_VOLUMES_MAX 64u     /* as many as pmcached serves (PMCD_MAX_VOLUMES) */
 #define PMC_CONFIG_FILE_MAX (1u << 20) /* bytes of a configuration file */
-#define PMC_CONFIG_DEFAULT_PATH "/etc/pmcache/pmcached.conf"
+/* SYSCONFDIR/pmcache/pmcached.conf: /etc with the default prefix /usr
+ * (CMakeLists.txt passes PMC_SYSCONFDIR) */
+#ifndef PMC_SYSCONFDIR
+#define PMC_SYSCONFDIR "/etc"
+#endif
+#define PMC_CONFIG_DEFAULT_PATH PMC_SYSCONFDIR "/pmcache/pmcached.conf"
 
 /* pmem.format */
 enum pmc_config_format {

@@ -14,7 +14,8 @@ command -v systemd-analyze >/dev/null || { echo "SKIP: no systemd-analyze (packa
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 sbindir=$(dirname "$pmcached")
-sed "s|@CMAKE_INSTALL_FULL_SBINDIR@|$sbindir|g" "$src/systemd/pmcached.service" >"$tmp/pmcached.service"
+sed -e "s|@CMAKE_INSTALL_FULL_SBINDIR@|$sbindir|g" -e "s|@CMAKE_INSTALL_FULL_SYSCONFDIR@|/etc|g" \
+	"$src/systemd/pmcached.service" >"$tmp/pmcached.service"
 printf '[Unit]\nDescription=what a boot starts with pmcached\nWants=pmcached.service local-fs.target local-fs-pre.target\n' \
 	>"$tmp/pmc-boot.target"
 out=$(cd "$tmp" && systemd-analyze verify --man=no ./pmc-boot.target ./pmcached.service 2>&1)
