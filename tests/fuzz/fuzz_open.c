@@ -545,6 +545,22 @@ static void read_range(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint32_t
 			 vol, lba, n, blocks, rc);
 		return;
 	}
+	if (rc == -EIO) {
+		/* only for a corrupt chain (a copy past its break is missed) */
+		int corrupt = 0;
+
+		for (uint32_t i = 0; i < n && !corrupt; i++) {
+			uint64_t blk;
+			int lrc = pmc_cache_lookup_pin(c, vol, lba + i, &blk, NULL);
+
+			if (lrc == 0)
+				pmc_cache_unpin(c, blk);
+			corrupt = lrc == -EUCLEAN;
+		}
+		FZ_CHECK(corrupt, "read of slot %u blocks %" PRIu64 "+%u: EIO, no chain corrupt",
+			 vol, lba, n);
+		return;
+	}
 	FZ_CHECK(rc >= 0 && rc <= (int)n, "read of slot %u blocks %" PRIu64 "+%u: %d", vol, lba, n,
 		 rc);
 	for (uint32_t i = 0; i < n; i++) {
