@@ -327,9 +327,10 @@ static uint32_t items_order(struct wb_item *it, unsigned n, uint32_t first)
 	return n ? it[0].vol + 1 : first;
 }
 
-/* passes of a flush without progress (each waits on the ring up to 10 ms)
- * before a volume with a block it cannot write back fails it */
-#define WB_CORRUPT_STALL 50u
+/* passes of a flush without progress (each waits on the ring up to 10 ms;
+ * the dirty map's rebuild is progress) before a volume with a block it
+ * cannot write back fails it */
+#define WB_CORRUPT_STALL 100u
 
 /* a dirty block of vol that write-back must not write (corrupt metadata):
  * logged once per attach, and a flush of the volume fails */
@@ -983,7 +984,10 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 		/* a block that cannot be written back: its dirty data stays;
 		 * the flush fails once the others are written (nothing moved
 		 * for a while, nothing in flight) */
-		stalled = left == last_left && pmc_queue_busy(q) == 0 ? stalled + 1 : 0;
+		stalled = left == last_left && pmc_queue_busy(q) == 0 &&
+				  !pmc_engine_wb_rebuilding(e)
+			  ? stalled + 1
+			  : 0;
 		for (uint32_t i = 0; i < e->nvols && !failing && stalled >= WB_CORRUPT_STALL; i++) {
 			if (atomic_load(&e->vols[i].wb_corrupt) && e->vols[i].disk &&
 			    (vol == UINT32_MAX || vol == i)) {
