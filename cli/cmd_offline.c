@@ -404,7 +404,10 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	json_object_object_add(o, "superblocks", sbs);
 	vols = json_object_new_array();
 	descs = json_object_new_array();
-	if (sb && !bad_meta && sb->vol_off <= pm->size && sb->max_volumes <= 4096 &&
+	/* the tables of the newest copy with the magic, when they lie inside
+	 * the pmem at aligned offsets (a damaged copy may say anything) */
+	if (sb && !bad_meta && sb->vol_off <= pm->size && sb->vol_off % 8 == 0 &&
+	    sb->max_volumes <= 4096 &&
 	    sb->vol_off + (uint64_t)sb->max_volumes * sizeof(struct pmc_vol) <= pm->size) {
 		for (uint32_t i = 0; i < sb->max_volumes; i++) {
 			const struct pmc_vol *v =
@@ -444,7 +447,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			json_object_array_add(vols, vo);
 		}
 	}
-	if (sb && !bad_meta && sb->desc_off <= pm->size &&
+	if (sb && !bad_meta && sb->desc_off <= pm->size && sb->desc_off % 8 == 0 &&
 	    sb->nr_blocks <= (pm->size - sb->desc_off) / sizeof(struct pmc_desc)) {
 		uint64_t shown = 0;
 
