@@ -209,13 +209,15 @@ int main(void)
 		       "volume table, a superblock copy): refused, not read\n");
 	}
 	/* a 1.0 cache whose read-write open is refused (a bad range in the
-	 * metadata) is left as it was: its volume slots were converted to 1.1
-	 * first, and the 1.0 build that wrote it could no longer read them */
-	{
+	 * metadata; the checker after an unsafe shutdown finding a corrupt
+	 * descriptor) is left as it was: its volume slots were converted to
+	 * 1.1 first, and the 1.0 build that wrote it could no longer read them */
+	for (int how = 0; how < 2; how++) {
 		struct pmc_sb *sb;
 		struct pmc_vol *vs, saved;
 		unsigned slot = 0;
 		uint32_t vol;
+		uint64_t blk;
 
 		unlink(g_path);
 		g_nbad = 0;
@@ -223,6 +225,10 @@ int main(void)
 		T_OK(pmc_cache_format(pm, NULL, &err));
 		T_OK(pmc_cache_open(pm, 0, &c, &err));
 		T_OK(pmc_cache_volume_add(c, "db", "/dev/x", 1 << 20, &vol, &err));
+		memset(buf, 0x5a, BS);
+		T_OK(pmc_cache_write(c, vol, 0, 1, buf, &err));
+		T_OK(pmc_cache_lookup_pin(c, vol, 0, &blk, NULL));
+		pmc_cache_unpin(c, blk);
 		pmc_cache_close(c);
 		/* made 1.0 (lib/FORMAT.md): the disk path in 128 bytes at 104,
 		 * the slot's checksum over bytes 8..231; no ro_compat bits */
@@ -241,18 +247,29 @@ int main(void)
 		sb->csum = (uint32_t)crc32(0L, (const Bytef *)sb, offsetof(struct pmc_sb, csum));
 		memcpy(pm->base + (1 - slot) * PMC_SB_SLOT, sb, sizeof(*sb));
 		saved = *vs;
-		g_bad[0].offset = sb->desc_off;
-		g_nbad = 1;
+		if (how == 0) {
+			g_bad[0].offset = sb->desc_off;
+			g_nbad = 1;
+		} else {
+			/* its checksum fails; the open checks everything after
+			 * an unsafe shutdown (the count moved) */
+			((struct pmc_desc *)(pm->base + sb->desc_off))[blk].birth_ns ^= 1;
+			g_usc++;
+		}
 		pmc_pmem_close(pm);
 		T_OK(pmc_pmem_open(g_path, 0, &pm, &err));
-		T_ERR(pmc_cache_open(pm, 0, &c, &err), EIO, "in the metadata");
+		if (how == 0)
+			T_ERR(pmc_cache_open(pm, 0, &c, &err), EIO, "in the metadata");
+		else
+			T_ERR(pmc_cache_open(pm, 0, &c, &err), EUCLEAN, "bad checksum");
 		sb = (struct pmc_sb *)(pm->base + slot * PMC_SB_SLOT);
 		vs = (struct pmc_vol *)(pm->base + sb->vol_off + vol * sizeof(*vs));
 		T_EQ(sb->minor, 0);
 		if (memcmp(vs, &saved, sizeof(saved)))
 			T_FAIL("a refused open of a 1.0 cache changed its volume slot");
 		pmc_pmem_close(pm);
-		printf("ok: a refused open of a 1.0 cache writes nothing\n");
+		printf("ok: a refused open of a 1.0 cache writes nothing (%s)\n",
+		       how ? "the checker after an unsafe shutdown" : "a bad range");
 	}
 	unlink(g_path);
 	unlink(g_snap);
