@@ -117,8 +117,9 @@ static void handle(struct pmcd_queue *uq, uint16_t tag)
 	}
 	req->vol = d->conf.vol;
 	/* a sector past 2^55 would wrap into the volume (the engine checks
-	 * the byte range): refused as past the end */
-	if (iod->start_sector > UINT64_MAX >> 9) {
+	 * the byte range): refused as past the end. Not a flush's: it has
+	 * no range, and the block layer leaves its sector at -1 */
+	if (req->op != PMC_REQ_FLUSH && iod->start_sector > UINT64_MAX >> 9) {
 		commit(uq, tag, -EINVAL);
 		return;
 	}
