@@ -317,7 +317,7 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v, const str
 
 	pmc_engine_get_mode(d->e, v->vol, &mode, &draining);
 	pmc_engine_stats(d->e, v->vol, &st);
-	snprintf(dev, sizeof(dev), "/dev/ublkb%u", v->dev ? v->dev->dev_id : 0);
+	snprintf(dev, sizeof(dev), "/dev/ublkb%u", v->dev ? v->dev->info.dev_id : 0);
 	json_object_object_add(o, "name", json_object_new_string(v->conf.name));
 	if (pmc_config_volume_is_nvmf(&v->conf)) {
 		char label[PMC_CONFIG_NQN_MAX + PMC_CONFIG_TRADDR_MAX + 96];
@@ -574,7 +574,7 @@ static const char *own_ublk(struct pmcd *d, const char *sys)
 
 		if (!v->used || !v->dev)
 			continue;
-		n = (size_t)snprintf(comp, sizeof(comp), "/ublkb%u", v->dev->dev_id);
+		n = (size_t)snprintf(comp, sizeof(comp), "/ublkb%u", v->dev->info.dev_id);
 		for (p = strstr(sys, comp); p; p = strstr(p + 1, comp))
 			if (p[n] == '\0' || p[n] == '/')
 				return v->conf.name;

@@ -436,7 +436,7 @@ static void name_file(struct pmcd_dev *d, int create)
 	char path[96];
 	FILE *f;
 
-	snprintf(path, sizeof(path), PMCD_RUN_DIR "/ublkb%u.volume", d->dev_id);
+	snprintf(path, sizeof(path), PMCD_RUN_DIR "/ublkb%u.volume", d->info.dev_id);
 	if (!create) {
 		unlink(path);
 		return;
@@ -469,7 +469,7 @@ static int start_queues(struct pmcd_dev *d, struct pmc_err *err)
 					   strerror(rc));
 		d->queues[i].started = 1;
 		/* named for top -H and perf: ublk device and queue */
-		snprintf(name, sizeof(name), "ublk%u-q%u", d->dev_id, i);
+		snprintf(name, sizeof(name), "ublk%u-q%u", d->info.dev_id, i);
 		pthread_setname_np(d->queues[i].thread, name);
 	}
 	for (uint16_t i = 0; i < d->conf.nr_queues; i++) {
@@ -597,9 +597,6 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 				  flags, &d->info, err);
 		if (rc)
 			goto err_free;
-		/* from here on err_del stops and deletes this number: the
-		 * driver's, which may not be the one asked for */
-		d->dev_id = d->info.dev_id;
 		added = 1;
 		if (d->info.nr_hw_queues != d->conf.nr_queues) {
 			rc = pmc_err_set(err, EINVAL,
@@ -614,10 +611,9 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 		if (rc)
 			goto err_del;
 	}
-	d->dev_id = d->info.dev_id;
 	name_file(d, 1);
 	named = 1;
-	rc = pmc_ublk_open_cdev(d->dev_id, 5000, &d->cdev_fd, err);
+	rc = pmc_ublk_open_cdev(d->info.dev_id, 5000, &d->cdev_fd, err);
 	if (rc)
 		goto err_del;
 	/* before the first request can come (END_USER_RECOVERY dispatches
@@ -629,12 +625,12 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 	rc = start_queues(d, err);
 	if (rc)
 		goto err_del;
-	rc = d->recovered ? pmc_ublk_end_recovery(ctrl, d->dev_id, err)
-			  : pmc_ublk_start(ctrl, d->dev_id, err);
+	rc = d->recovered ? pmc_ublk_end_recovery(ctrl, d->info.dev_id, err)
+			  : pmc_ublk_start(ctrl, d->info.dev_id, err);
 	if (rc)
 		goto err_del;
 	pmc_log(LOG_INFO, "%s: %s /dev/ublkb%u (%u queues of %u, %" PRIu64 " bytes, %s)", d->name,
-		d->recovered ? "recovered" : "serving", d->dev_id, d->conf.nr_queues, conf->depth,
+		d->recovered ? "recovered" : "serving", d->info.dev_id, d->conf.nr_queues, conf->depth,
 		conf->size, d->user_copy ? "user copy" : "tag buffers");
 	*out = d;
 	return 0;
@@ -643,9 +639,9 @@ err_del:
 	if (added) {
 		struct pmc_err ignore = {0};
 
-		pmc_ublk_stop(ctrl, d->dev_id, &ignore);
+		pmc_ublk_stop(ctrl, d->info.dev_id, &ignore);
 		release(d);
-		pmc_ublk_del(ctrl, d->dev_id, &ignore);
+		pmc_ublk_del(ctrl, d->info.dev_id, &ignore);
 		/* its record too: the udev rule would give /dev/pmcache/<name>
 		 * to whatever ublk device takes the number next */
 		if (named)
@@ -664,15 +660,15 @@ static void dev_stop(struct pmcd_dev *d, int claim)
 
 	/* the kernel drains in-flight I/O through the queues, then aborts the
 	 * fetches */
-	if (pmc_ublk_stop(d->ctrl, d->dev_id, &err))
+	if (pmc_ublk_stop(d->ctrl, d->info.dev_id, &err))
 		pmc_log(LOG_ERR, "%s", err.msg);
 	if (claim >= 0)
 		close(claim);
 	release(d);
-	if (pmc_ublk_del(d->ctrl, d->dev_id, &err))
+	if (pmc_ublk_del(d->ctrl, d->info.dev_id, &err))
 		pmc_log(LOG_ERR, "%s", err.msg);
 	name_file(d, 0);
-	pmc_log(LOG_INFO, "%s: /dev/ublkb%u removed", d->name, d->dev_id);
+	pmc_log(LOG_INFO, "%s: /dev/ublkb%u removed", d->name, d->info.dev_id);
 	dev_free(d);
 }
 
@@ -698,7 +694,7 @@ void pmcd_dev_leave(struct pmcd_dev *d)
 	pmc_log(LOG_NOTICE,
 		"%s: /dev/ublkb%u left quiesced for the next pmcached (%u requests handed "
 		"back to the driver)",
-		d->name, d->dev_id, left);
+		d->name, d->info.dev_id, left);
 	dev_free(d);
 }
 
@@ -846,15 +842,15 @@ int pmcd_dev_stop_unused(struct pmcd_dev *d, char *buf, size_t len)
 	char path[64];
 	int claim;
 
-	snprintf(path, sizeof(path), "/dev/ublkb%u", d->dev_id);
+	snprintf(path, sizeof(path), "/dev/ublkb%u", d->info.dev_id);
 	/* claimed for the time of the check and the stop: no mount starts */
 	claim = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
 	if (claim < 0 && errno == EBUSY) {
-		if (!holder(d->dev_id, -1, buf, len))
+		if (!holder(d->info.dev_id, -1, buf, len))
 			snprintf(buf, len, "claimed exclusively");
 		return 1;
 	}
-	if (holder(d->dev_id, claim, buf, len)) {
+	if (holder(d->info.dev_id, claim, buf, len)) {
 		if (claim >= 0)
 			close(claim);
 		return 1;

@@ -55,8 +55,7 @@ struct pmcd_dev {
 	struct pmcd_dev_conf conf;
 	struct pmc_engine *e;
 	struct pmc_ublk_ctrl *ctrl;
-	struct ublksrv_ctrl_dev_info info;
-	uint32_t dev_id;
+	struct ublksrv_ctrl_dev_info info; /* info.dev_id: the device's number */
 	int cdev_fd;
 	int recovered;		/* reattached to an existing device */
 	int user_copy;		/* UBLK_F_USER_COPY: data through the cdev, no tag buffers */

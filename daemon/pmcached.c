@@ -459,10 +459,10 @@ int pmcd_volume_remove(struct pmcd *d, const char *name, int force, struct pmc_e
 
 	if (!v)
 		return pmc_err_set(err, ENOENT, "volume %s: not served", name);
-	if (pmcd_dev_holder(v->dev->dev_id, holder, sizeof(holder)))
+	if (pmcd_dev_holder(v->dev->info.dev_id, holder, sizeof(holder)))
 		return pmc_err_set(err, EBUSY, "volume %s: /dev/ublkb%u is in use: %s; unmount "
 					       "or close it first",
-				   name, v->dev->dev_id, holder);
+				   name, v->dev->info.dev_id, holder);
 	/* a reload meanwhile must not put the volume back in write-back mode */
 	pthread_mutex_lock(&d->lock);
 	v->removing = 1;
@@ -522,7 +522,7 @@ static int volume_remove(struct pmcd *d, struct pmcd_volume *v, const char *name
 		return pmc_err_set(err, EBUSY,
 				   "volume %s: /dev/ublkb%u came into use during the removal: %s; "
 				   "it is served as before",
-				   name, dev->dev_id, holder);
+				   name, dev->info.dev_id, holder);
 	}
 	pthread_mutex_lock(&d->lock);
 	v->used = 0;
@@ -574,11 +574,11 @@ int pmcd_shutdown_remove(struct pmcd *d, struct pmc_err *err)
 	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++) {
 		struct pmcd_volume *v = &d->vols[i];
 
-		if (v->used && v->dev && pmcd_dev_holder(v->dev->dev_id, holder, sizeof(holder)))
+		if (v->used && v->dev && pmcd_dev_holder(v->dev->info.dev_id, holder, sizeof(holder)))
 			return pmc_err_set(err, EBUSY,
 					   "volume %s: /dev/ublkb%u is in use: %s; unmount or close "
 					   "it first, or shut down without removing the devices",
-					   v->conf.name, v->dev->dev_id, holder);
+					   v->conf.name, v->dev->info.dev_id, holder);
 	}
 	d->remove_devices = 1;
 	pmc_log(LOG_NOTICE, "shutdown: removing every device");
@@ -605,7 +605,7 @@ static void stop_devices(struct pmcd *d)
 			pmc_log(d->remove_devices ? LOG_WARNING : LOG_NOTICE,
 				"volume %s: /dev/ublkb%u is in use (%s): leaving it to the next "
 				"pmcached",
-				v->conf.name, v->dev->dev_id, holder);
+				v->conf.name, v->dev->info.dev_id, holder);
 			pmcd_dev_leave(v->dev);
 			left++;
 		}
