@@ -365,7 +365,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	for (unsigned i = 0; i < PMC_SB_COPIES; i++) {
 		const struct pmc_sb *s = (const void *)(pm->base + i * PMC_SB_SLOT);
 
-		if (pmc_pmem_range_bad(pm, (uint64_t)i * PMC_SB_SLOT, PMC_SB_SLOT)) {
+		if (pmc_pmem_first_bad(pm, (uint64_t)i * PMC_SB_SLOT, PMC_SB_SLOT, NULL, NULL)) {
 			/* not read: a poisoned line raises SIGBUS */
 			struct json_object *b = json_object_new_object();
 

@@ -261,9 +261,22 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 	struct pmc_cache *c;
 	struct pmc_sb sb;
 	unsigned slot;
+	uint64_t bad, bad_len;
 	int rc;
 
 	*out = NULL;
+	/* the namespace's bad ranges, read once: one over a superblock copy
+	 * refuses before either is read (a commit would go to that copy
+	 * next), one below data_off before the tables are (a poisoned line
+	 * raises SIGBUS) */
+	if (!pmc_pmem_first_bad(pm, 0, pm->size, &bad, &bad_len))
+		bad = UINT64_MAX;
+	if (bad < PMC_SB_COPIES * PMC_SB_SLOT)
+		return pmc_err_set(err, EIO,
+				   "pmem %s: bad block in superblock copy %u (offset %u) in the "
+				   "metadata; the cache cannot be trusted",
+				   pm->path, (unsigned)(bad / PMC_SB_SLOT),
+				   (unsigned)(bad / PMC_SB_SLOT * PMC_SB_SLOT));
 	rc = pmc_sb_load(pm, &sb, &slot, err);
 	if (rc)
 		return rc;
@@ -301,12 +314,12 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 	c->rdonly = !!(flags & PMC_OPEN_RDONLY);
 	c->was_clean = (int)sb.clean;
 
-	/* a bad range in the metadata refuses the open before anything
-	 * reads the tables (a poisoned line raises SIGBUS) or stores */
-	rc = pmc_cache_meta_badblocks(c, err);
-	if (rc) {
+	if (bad < sb.data_off) {
 		cache_free(c);
-		return rc;
+		return pmc_err_set(err, EIO,
+				   "pmem %s: bad block at offset %" PRIu64 " (+%" PRIu64 " bytes) in "
+				   "the metadata; the cache cannot be trusted",
+				   pm->path, bad, bad_len);
 	}
 	rc = volumes_check(c, err);
 	if (rc) {

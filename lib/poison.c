@@ -216,7 +216,7 @@ static void bad_block(struct pmc_cache *c, uint64_t blk)
 }
 
 /* the namespace's bad ranges: one below data_off (the metadata) refuses
- * (-EIO); with c, the cache blocks of the others are quarantined */
+ * (-EIO); the cache blocks of the others are quarantined */
 static int scan(struct pmc_pmem *pm, uint64_t data_off, struct pmc_cache *c,
 		struct pmc_err *err)
 {
@@ -245,8 +245,6 @@ static int scan(struct pmc_pmem *pm, uint64_t data_off, struct pmc_cache *c,
 					   "metadata; the cache cannot be trusted",
 					   pm->path, bb.offset, bb.length);
 		}
-		if (!c)
-			continue;
 		first = (bb.offset - data_off) / c->block_size;
 		end = (bb.offset + bb.length - data_off + c->block_size - 1) / c->block_size;
 		for (uint64_t blk = first; blk < end && blk < c->nr_blocks; blk++, n++)
@@ -268,26 +266,36 @@ int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err)
 	return c->rdonly ? 0 : scan(c->pm, c->sb.data_off, c, err);
 }
 
-int pmc_cache_meta_badblocks(struct pmc_cache *c, struct pmc_err *err)
+int pmc_pmem_first_bad(struct pmc_pmem *pm, uint64_t off, uint64_t len, uint64_t *at,
+		       uint64_t *at_len)
 {
-	return scan(c->pm, c->sb.data_off, NULL, err);
+	struct pmem2_badblock_context *ctx = NULL;
+	struct pmem2_badblock bb;
+	uint64_t lo = UINT64_MAX, lo_len = 0;
+
+	if (!pm->src || pmem2_badblock_context_new(&ctx, pm->src))
+		return 0; /* not listed: as scan() */
+	while (pmem2_badblock_next(ctx, &bb) == 0)
+		if (bb.offset < off + len && bb.offset + bb.length > off && bb.offset < lo) {
+			lo = bb.offset;
+			lo_len = bb.length;
+		}
+	pmem2_badblock_context_delete(&ctx);
+	if (at)
+		*at = lo;
+	if (at_len)
+		*at_len = lo_len;
+	return lo != UINT64_MAX;
 }
 
 int pmc_pmem_meta_badblocks(struct pmc_pmem *pm, uint64_t data_off, struct pmc_err *err)
 {
-	return scan(pm, data_off, NULL, err);
-}
+	uint64_t at, len;
 
-int pmc_pmem_range_bad(struct pmc_pmem *pm, uint64_t off, uint64_t len)
-{
-	struct pmem2_badblock_context *ctx = NULL;
-	struct pmem2_badblock bb;
-	int bad = 0;
-
-	if (!pm->src || pmem2_badblock_context_new(&ctx, pm->src))
-		return 0; /* not listed: as scan() */
-	while (!bad && pmem2_badblock_next(ctx, &bb) == 0)
-		bad = bb.offset < off + len && bb.offset + bb.length > off;
-	pmem2_badblock_context_delete(&ctx);
-	return bad;
+	if (!pmc_pmem_first_bad(pm, 0, data_off, &at, &len))
+		return 0;
+	return pmc_err_set(err, EIO,
+			   "pmem %s: bad block at offset %" PRIu64 " (+%" PRIu64 " bytes) in the "
+			   "metadata; the cache cannot be trusted",
+			   pm->path, at, len);
 }

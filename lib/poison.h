@@ -48,23 +48,22 @@ int pmc_cache_quarantine(struct pmc_cache *c, uint32_t vol, uint64_t lba, uint64
 			 enum pmc_block_state *was);
 
 /*
- * At a read-write open, after pmc_cache_meta_badblocks() (which refuses
- * before any load of the tables): the namespace's bad blocks (libpmem2). A bad range
- * in the metadata refuses the open (-EIO); a block of the data area in a
- * bad range is quarantined (clean dropped, dirty LOST, free retired), each
+ * At a read-write open, after the refusal below (before any load of the
+ * tables): the namespace's bad blocks (libpmem2). A bad range in the
+ * metadata refuses the open (-EIO); a block of the data area in a bad
+ * range is quarantined (clean dropped, dirty LOST, free retired), each
  * dirty one logged as lost. A device that cannot list bad blocks (a file)
  * has none.
  */
 int pmc_cache_badblocks(struct pmc_cache *c, struct pmc_err *err);
-/* Only the refusal of a bad range in the metadata (read-only opens too):
- * pmc_cache_open() asks it right after the superblock, before anything
- * reads the volume table or walks the index, whose loads would raise
- * SIGBUS there. */
-int pmc_cache_meta_badblocks(struct pmc_cache *c, struct pmc_err *err);
-/* The same for a pmem no cache could be opened on (pmcachectl dump): the
- * metadata is what lies below data_off (of a superblock copy). */
+/* 1 when a listed bad range overlaps [off, off + len), the lowest such in
+ * *at and *at_len (either may be NULL); one read of the list.
+ * pmc_cache_open() asks it once, before it reads a superblock copy or any
+ * table (a poisoned line raises SIGBUS). */
+int pmc_pmem_first_bad(struct pmc_pmem *pm, uint64_t off, uint64_t len, uint64_t *at,
+		       uint64_t *at_len);
+/* -EIO naming the range when one lies below data_off (the metadata), for
+ * a pmem no cache could be opened on (pmcachectl dump) */
 int pmc_pmem_meta_badblocks(struct pmc_pmem *pm, uint64_t data_off, struct pmc_err *err);
-/* 1 when a listed bad range overlaps [off, off + len): not to be read */
-int pmc_pmem_range_bad(struct pmc_pmem *pm, uint64_t off, uint64_t len);
 
 #endif

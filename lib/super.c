@@ -18,7 +18,6 @@
 #include <zlib.h>
 
 #include "cache_internal.h"
-#include "poison.h"
 
 #define ALIGN_UP(x, a) (((x) + (a)-1) / (a) * (a))
 #define MIN_BLOCKS 16u
@@ -206,15 +205,6 @@ int pmc_sb_load(struct pmc_pmem *pm, struct pmc_sb *out, unsigned *slot, struct 
 	if (pm->size < PMC_VOL_OFF)
 		return pmc_err_set(err, EINVAL, "pmem %s: %" PRIu64 " bytes is too small to hold a cache",
 				   pm->path, pm->size);
-	/* a superblock copy in a bad range is not read (a poisoned line
-	 * raises SIGBUS); like any bad range in the metadata it refuses the
-	 * cache (a commit would go to that copy next) */
-	for (unsigned i = 0; i < PMC_SB_COPIES; i++)
-		if (pmc_pmem_range_bad(pm, (uint64_t)i * PMC_SB_SLOT, PMC_SB_SLOT))
-			return pmc_err_set(err, EIO,
-					   "pmem %s: bad block in superblock copy %u (offset %u) in "
-					   "the metadata; the cache cannot be trusted",
-					   pm->path, i, i * PMC_SB_SLOT);
 	for (unsigned i = 0; i < PMC_SB_COPIES; i++) {
 		memcpy(&sb[i], pm->base + (size_t)i * PMC_SB_SLOT, sizeof(sb[i]));
 		why[i] = sb_copy_problem(&sb[i], buf[i], sizeof(buf[i]));
