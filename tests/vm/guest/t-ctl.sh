@@ -5,7 +5,9 @@
 # refused. `disks` must show the emulated NVMe disks by serial. A remove
 # that writes back over a slow disk (dm-delay) is not undone by a reload
 # meanwhile, and fails, keeping the device, when it is mounted meanwhile.
-# A stop while write-back to that slow disk is in flight ends; after a
+# A stop while write-back to that slow disk is in flight ends, and one
+# right after writes waited for free blocks on a small cache (the queue
+# threads' own write-back still in flight) ends too; after a
 # SIGKILL with every tag of its queues held on it, the next daemon waits
 # for the driver (past 5 s) and takes the device over.
 # A volume with no ublk_id whose slot's number is taken gets another.
@@ -248,8 +250,8 @@ if dmsetup create --noudevsync slowd --table "0 $(blockdev --getsz "$D1") delay 
 	# a stop while write-back writes to the slow disk are in flight (a
 	# flush, on the write-back thread's ring) ends cleanly, and the next
 	# daemon serves vol3 with what is still dirty. (Write-back on a queue
-	# thread's ring, which 7874735 drains at the stop, needs writes
-	# waiting for free blocks: not reached here.)
+	# thread's ring, which the stop must drain, needs writes waiting for
+	# free blocks: the 64 MiB cache at the end does that.)
 	fio --name=scatter2 --filename=/dev/ublkb3 --ioengine=psync --direct=1 --rw=randwrite \
 		--bs=4k --offset=32M --size=64M --number_ios=1500 --randrepeat=0 \
 		--output=/tmp/scatter.txt >/dev/null 2>&1 || bad "fio on ublkb3: $(cat /tmp/scatter.txt)"
@@ -376,4 +378,62 @@ grep -q vol9 $OUT && bad "dump: vol9, whose add was refused, is in the volume ta
 	ok "dump: no vol9 in the volume table"
 ctl 0 "dump --json --all" --json dump --limit 4 "$DAX" && has '"descriptors"' "dump --json"
 ctl 8 "format refuses the served cache" format "$DAX"
+
+# --- a stop right after writes waited for free blocks ---------------------
+# A cache of 64 MiB (a file, 15872 blocks) in front of disk 2 whose writes
+# take a second (dm-delay): fio writes 72 MiB, more than the cache holds,
+# so writes wait for free blocks and the queue threads run write-back on
+# their own rings. A stop as soon as fio is done (its device unused, so
+# removed: STOP_DEV ends the queue threads' loops) must reap the write-back
+# writes still on those rings (it spun for ever in pmc_queue_destroy: only
+# the ring's own thread can reap them). The next daemon serves every
+# block fio wrote.
+if dmsetup create --noudevsync slowq --table "0 $(blockdev --getsz "$D1") delay $D1 0 0 $D1 0 1000" &&
+	dmsetup mknodes slowq; then
+	rm -f /tmp/small.pmem
+	cat >/tmp/small.conf <<EOC
+pmem = { path = "/tmp/small.pmem"; size = "64M"; format = "if-blank"; };
+state_dir = "/tmp/pmcache-state-small";
+control = { socket = "$SOCK"; };
+queues = { count = 2; depth = 64; };
+writeback = { max_inflight = 128; };
+volumes = ( { name = "q"; disk = "/dev/mapper/slowq"; mode = "write-back"; ublk_id = 5; } );
+EOC
+	pmcached_start /tmp/small.conf "$LOG" ||
+		{ bad "pmcached on a 64 MiB cache did not start"; tail -20 "$LOG"; exit 1; }
+	fill() { # fio ARGS over all of 72 MiB of ublkb5, each block once
+		timeout 240 fio --name=fill --filename=/dev/ublkb5 --ioengine=libaio --direct=1 --rw=randwrite \
+			--bs=4k --size=72M --iodepth=32 --verify=crc32c --verify_fatal=1 "$@" \
+			--output=/tmp/fill.txt >/dev/null 2>&1
+	}
+	fill --do_verify=0 &
+	FF=$!
+	# the waits counted while fio runs (by another process: the stop
+	# below must come as soon as fio is done)
+	(while kill -0 $FF 2>/dev/null; do
+		pmcachectl -s "$SOCK" --json stats 2>/dev/null | tr -d ' \n' |
+			grep -o '"nospace_waits":[0-9]*' | head -1 | cut -d: -f2
+		sleep 0.5
+	done >/tmp/waits.txt) &
+	WP=$!
+	wait $FF
+	rc=$?
+	pmcached_stop "at once after writes waited for free blocks" 60
+	[ $rc -eq 0 ] && ok "72 MiB written through a 64 MiB cache over the slow disk" ||
+		bad "fio on ublkb5: exit $rc: $(grep -i -m3 'err' /tmp/fill.txt)"
+	wait $WP
+	waits=$(sort -n /tmp/waits.txt | tail -1)
+	[ "${waits:-0}" -gt 0 ] && ok "writes waited for free blocks ($waits times)" ||
+		bad "no write waited for a free block: $(tr '\n' ' ' </tmp/waits.txt)"
+	pmcached_start /tmp/small.conf "$LOG" ||
+		{ bad "pmcached did not start again on the 64 MiB cache"; tail -20 "$LOG"; exit 1; }
+	pmcachectl -s "$SOCK" --json status | tr -d ' \n' | grep -o '"dirty_blocks":[0-9]*' | head -1 >$OUT
+	ok "after the restart: $(cat $OUT)"
+	fill --verify_only && ok "every block fio wrote reads back" ||
+		bad "ublkb5 after the restart: $(grep -i -m3 'err\|verify' /tmp/fill.txt)"
+	pmcached_stop "after the 64 MiB cache's check" 60
+	dmsetup remove slowq || bad "dmsetup remove slowq"
+else
+	bad "dm-delay over $D1 for the 64 MiB cache"
+fi
 exit $FAIL
