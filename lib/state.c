@@ -23,10 +23,10 @@ struct pmc_state {
 	char path[PATH_MAX];
 	uint8_t uuid[16];
 	unsigned n;
-	struct {
+	struct state_rec {
 		char name[PMC_VOLUME_NAME_MAX + 1];
 		int dirty;
-	} v[MAX_VOLS];
+	} v[MAX_VOLS]; /* in the order of their last change */
 };
 
 static int parse_uuid(const char *s, uint8_t uuid[16])
@@ -201,10 +201,23 @@ static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 	return rc;
 }
 
+/* move record from to position to (the others keep their order) */
+static void move_record(struct pmc_state *st, unsigned from, unsigned to)
+{
+	struct state_rec r = st->v[from];
+
+	if (from < to)
+		memmove(&st->v[from], &st->v[from + 1], (to - from) * sizeof(r));
+	else if (from > to)
+		memmove(&st->v[to + 1], &st->v[to], (from - to) * sizeof(r));
+	st->v[to] = r;
+}
+
 int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pmc_err *err)
 {
-	unsigned i;
-	int rc, added = 0, renamed = 0;
+	unsigned i, was = 0, gone = 0;
+	int rc, added = 0, renamed = 0, forgot = 0;
+	struct state_rec old;
 
 	pthread_mutex_lock(&st->lock);
 	for (i = 0; i < st->n; i++)
@@ -212,8 +225,23 @@ int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pm
 			break;
 	if (i == st->n) {
 		if (st->n == MAX_VOLS) {
-			pthread_mutex_unlock(&st->lock);
-			return pmc_err_set(err, ENOSPC, "state file %s: too many volumes", st->path);
+			/* full: forget the clean record changed longest ago
+			 * (a removed volume's, most likely). Not named, it
+			 * counts as dirty: safe, but without the pmem that
+			 * volume would be refused rather than run pass-through */
+			for (gone = 0; gone < st->n && st->v[gone].dirty != 0; gone++)
+				;
+			if (gone == st->n) {
+				pthread_mutex_unlock(&st->lock);
+				return pmc_err_set(err, ENOSPC,
+						   "state file %s: %u volumes recorded, none clean",
+						   st->path, st->n);
+			}
+			old = st->v[gone];
+			move_record(st, gone, st->n - 1);
+			st->n--;
+			forgot = 1;
+			i = st->n;
 		}
 		snprintf(st->v[i].name, sizeof(st->v[i].name), "%s", volume);
 		st->n++;
@@ -221,20 +249,32 @@ int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pm
 	} else if (st->v[i].dirty == !!dirty) {
 		pthread_mutex_unlock(&st->lock);
 		return 0;
+	} else {
+		/* records stay in the order of their last change */
+		was = i;
+		move_record(st, i, st->n - 1);
+		i = st->n - 1;
 	}
 	st->v[i].dirty = !!dirty;
 	rc = save(st, &renamed, err);
-	if (rc && renamed)
+	if (rc && renamed) {
 		/* the file says the new value, but perhaps not durably (the
 		 * directory's fsync failed): unknown, so that the next call
-		 * of either value saves again */
+		 * of either value saves again; a forgotten record may still
+		 * be in the file, which is safe (it said clean) */
 		st->v[i].dirty = STATE_UNKNOWN;
-	else if (rc && added)
+	} else if (rc && added) {
 		/* the copy in memory stays what the file says, so that the
 		 * next call saves again instead of taking the change as made */
 		st->n--;
-	else if (rc)
+		if (forgot) {
+			st->v[st->n++] = old;
+			move_record(st, st->n - 1, gone);
+		}
+	} else if (rc) {
 		st->v[i].dirty = !dirty;
+		move_record(st, i, was);
+	}
 	pthread_mutex_unlock(&st->lock);
 	return rc;
 }

@@ -13,6 +13,9 @@
  * File format (text, one record a line):
  *   pmcache-state 1 <cache uuid>
  *   <volume name> dirty|clean
+ * Records are in the order of their last change. At 4096 records a new
+ * one replaces the clean record changed longest ago (most likely a volume
+ * removed long ago: forgotten, it counts as dirty, which is safe).
  * Updates write a new file, fsync it, rename it over the old one and fsync
  * the directory. Locking: a mutex per state object; calls block on fsync.
  */

@@ -8,7 +8,8 @@
  * so that the next change saves again; a state file under a long
  * state_dir is saved where it is named, one past PATH_MAX refused; a new
  * volume whose attach the state file refuses leaves no record in the
- * cache. */
+ * cache; a full file (4096 records) forgets its clean record changed
+ * longest ago for a new volume, never a dirty one. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -145,6 +146,64 @@ int main(void)
 		free(name);
 		printf("ok: a state file %zu bytes deep is saved where named; a longer path is refused\n",
 		       n + 14);
+	}
+	/* a full file (4096 records): a new volume replaces the clean record
+	 * changed longest ago, never a dirty one (new volumes were refused a
+	 * record for good); a failed save puts the forgotten one back; with
+	 * no clean record the new one is refused */
+	{
+		char tmpname[300];
+		unsigned n;
+
+		f = fopen(state, "w");
+		fprintf(f, "pmcache-state 1 00000000000000000000000000000000\nd0 dirty\nc1 clean\n");
+		for (int k = 2; k < 4096; k++)
+			fprintf(f, "v%04d clean\n", k);
+		fclose(f);
+		T_OK(pmc_state_open(state, &st, &err));
+		T_OK(pmc_state_set(st, "c1", 1, &err)); /* changed: now the newest */
+		T_OK(pmc_state_set(st, "c1", 0, &err));
+		T_OK(pmc_state_set(st, "new1", 1, &err));
+		T_EQ(pmc_state_get(st, "v0002"), -ENOENT);
+		T_EQ(pmc_state_get(st, "d0"), 1);
+		T_EQ(pmc_state_get(st, "c1"), 0);
+		T_EQ(pmc_state_get(st, "v0003"), 0);
+		T_EQ(pmc_state_get(st, "new1"), 1);
+		/* the save fails before its rename: nothing changes */
+		snprintf(tmpname, sizeof(tmpname), "%s.new", state);
+		T_TRUE(mkdir(tmpname, 0700) == 0);
+		T_TRUE(pmc_state_set(st, "new2", 1, &err) != 0);
+		T_EQ(pmc_state_get(st, "new2"), -ENOENT);
+		T_EQ(pmc_state_get(st, "v0003"), 0);
+		T_TRUE(pmc_state_set(st, "v0004", 1, &err) != 0);
+		T_EQ(pmc_state_get(st, "v0004"), 0);
+		T_TRUE(rmdir(tmpname) == 0);
+		pmc_state_close(st);
+		/* the order of last change survives a reopen */
+		T_OK(pmc_state_open(state, &st, &err));
+		T_OK(pmc_state_set(st, "new2", 1, &err));
+		T_EQ(pmc_state_get(st, "v0003"), -ENOENT);
+		T_EQ(pmc_state_get(st, "v0004"), 0);
+		T_EQ(pmc_state_get(st, "c1"), 0);
+		f = fopen(state, "r");
+		n = 0;
+		while (f && fgets(line, sizeof(line), f))
+			n++;
+		fclose(f);
+		T_EQ(n, 4097);
+		T_TRUE(!strcmp(line, "new2 dirty\n"));
+		pmc_state_close(st);
+		f = fopen(state, "w");
+		fprintf(f, "pmcache-state 1 00000000000000000000000000000000\n");
+		for (int k = 0; k < 4096; k++)
+			fprintf(f, "v%04d dirty\n", k);
+		fclose(f);
+		T_OK(pmc_state_open(state, &st, &err));
+		T_ERR(pmc_state_set(st, "new3", 1, &err), ENOSPC, "4096 volumes recorded, none clean");
+		pmc_state_close(st);
+		unlink(state);
+		printf("ok: a full state file forgets its oldest clean record for a new volume, "
+		       "none dirty\n");
 	}
 
 	T_OK(pmc_pmem_open(pmem, (2u << 20) + 64 * BS, &pm, &err));
