@@ -948,11 +948,13 @@ static int start(struct pmcd *d, struct pmc_err *err)
 						   "file)",
 						   c->pmem_path, now, path, was, names);
 			}
-			if (memcmp(su, zero, 16))
+			if (memcmp(su, zero, 16)) {
 				pmc_log(LOG_WARNING,
 					"state file %s describes another cache, with no volume "
-					"dirty in it: rebuilding it", path);
-			rc = pmc_state_set_uuid(d->state, ci.uuid, err);
+					"dirty in it: rebuilding it (what this cache holds of its "
+					"volumes is older than their disks)", path);
+			}
+			rc = pmc_state_rebuild(d->state, d->cache, err);
 			if (rc)
 				return rc;
 		}

@@ -649,6 +649,65 @@ static void vol_id_read(const struct pmc_vol *v, struct pmc_volume_info *out)
 	memcpy(out->disk_id.text, v->disk_id, sizeof(v->disk_id));
 }
 
+/* a new slot generation: every cached block of vol stale in one store;
+ * under vol_lock, with no reference. Returns the dirty blocks found:
+ * dropped with them only when discard_dirty */
+static int64_t volume_renew(struct pmc_cache *c, uint32_t vol, int discard_dirty)
+{
+	struct pmc_vol *v = &c->vols[vol];
+	int64_t dirty;
+
+	if (!atomic_load(&c->counts_valid))
+		pmc_cache_recount(c);
+	for (uint32_t s = 0; s < c->nr_stripes; s++)
+		pthread_mutex_lock(&c->stripe[s]);
+	dirty = atomic_load(&c->vrt[vol].nr_dirty);
+	if (dirty == 0 || discard_dirty) {
+		/* crash point set_id.renew: a new generation makes every
+		 * block of the old disk stale in one store, before the new
+		 * identity is recorded; a crash between the two leaves the
+		 * old identity (the new disk is refused) and no blocks */
+		pmc_pmem_store8(c->pm, &v->gen_state,
+				PMC_VOL_GS(PMC_VOL_GEN(v->gen_state) + 1, PMC_VOL_ACTIVE));
+		pmc_pmem_persist(c->pm, &v->gen_state, sizeof(uint64_t));
+		atomic_fetch_sub(&c->tot_dirty, dirty);
+		atomic_store(&c->vrt[vol].nr_dirty, 0);
+		atomic_store(&c->vrt[vol].nr_clean, 0);
+	}
+	for (uint32_t s = c->nr_stripes; s-- > 0;)
+		pthread_mutex_unlock(&c->stripe[s]);
+	return dirty;
+}
+
+int pmc_cache_volume_drop(struct pmc_cache *c, uint32_t vol, uint64_t *ndirty,
+			  struct pmc_err *err)
+{
+	int64_t dirty;
+	int refs;
+
+	*ndirty = 0;
+	if (c->rdonly)
+		return pmc_err_set(err, EROFS, "volume slot %u: cache is open read-only", vol);
+	pthread_mutex_lock(&c->vol_lock);
+	if (!vol_active(c, vol)) {
+		pthread_mutex_unlock(&c->vol_lock);
+		return pmc_err_set(err, ENOENT, "volume slot %u: no such volume", vol);
+	}
+	refs = atomic_load(&c->vrt[vol].refs);
+	if (refs) {
+		pthread_mutex_unlock(&c->vol_lock);
+		return pmc_err_set(err, EBUSY, "volume %s: attached or in use (%d references)",
+				   c->vols[vol].name, refs);
+	}
+	dirty = volume_renew(c, vol, 0);
+	pthread_mutex_unlock(&c->vol_lock);
+	*ndirty = (uint64_t)dirty;
+	if (dirty)
+		return pmc_err_set(err, EBUSY, "volume %s: %" PRId64 " dirty blocks",
+				   c->vols[vol].name, dirty);
+	return 0;
+}
+
 int pmc_cache_volume_set_id(struct pmc_cache *c, uint32_t vol, const struct pmc_disk_id *id,
 			    int renew, int discard_dirty, struct pmc_err *err)
 {
@@ -676,25 +735,7 @@ int pmc_cache_volume_set_id(struct pmc_cache *c, uint32_t vol, const struct pmc_
 				   v->name, refs);
 	}
 	if (renew) {
-		if (!atomic_load(&c->counts_valid))
-			pmc_cache_recount(c);
-		for (uint32_t s = 0; s < c->nr_stripes; s++)
-			pthread_mutex_lock(&c->stripe[s]);
-		dirty = atomic_load(&c->vrt[vol].nr_dirty);
-		if (dirty == 0 || discard_dirty) {
-			/* crash point set_id.renew: a new generation makes every
-			 * block of the old disk stale in one store, before the new
-			 * identity is recorded; a crash between the two leaves the
-			 * old identity (the new disk is refused) and no blocks */
-			pmc_pmem_store8(c->pm, &v->gen_state,
-					PMC_VOL_GS(PMC_VOL_GEN(v->gen_state) + 1, PMC_VOL_ACTIVE));
-			pmc_pmem_persist(c->pm, &v->gen_state, sizeof(uint64_t));
-			atomic_fetch_sub(&c->tot_dirty, dirty);
-			atomic_store(&c->vrt[vol].nr_dirty, 0);
-			atomic_store(&c->vrt[vol].nr_clean, 0);
-		}
-		for (uint32_t s = c->nr_stripes; s-- > 0;)
-			pthread_mutex_unlock(&c->stripe[s]);
+		dirty = volume_renew(c, vol, discard_dirty);
 		if (dirty && !discard_dirty) {
 			pthread_mutex_unlock(&c->vol_lock);
 			return pmc_err_set(err, EBUSY,

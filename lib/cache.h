@@ -144,6 +144,11 @@ int pmc_cache_volume_add_id(struct pmc_cache *c, const char *name, const char *d
  */
 int pmc_cache_volume_set_id(struct pmc_cache *c, uint32_t vol, const struct pmc_disk_id *id,
 			    int renew, int discard_dirty, struct pmc_err *err);
+/* Drop every cached block of vol (a new slot generation, as a renew of
+ * set_id), keeping the volume and its disk's identity. Refused while the
+ * volume has references or dirty blocks (-EBUSY, *ndirty of them). */
+int pmc_cache_volume_drop(struct pmc_cache *c, uint32_t vol, uint64_t *ndirty,
+			  struct pmc_err *err);
 /* Refuses while the volume has references or dirty blocks (-EBUSY); its
  * clean blocks become free in O(1) and are reclaimed lazily. */
 int pmc_cache_volume_remove(struct pmc_cache *c, uint32_t vol, struct pmc_err *err);

@@ -280,15 +280,17 @@ static int conf_check(const struct pmc_volume_conf *vc, struct pmc_err *err)
 static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
 			  uint32_t *slot, struct pmc_volume_info *vi, struct pmc_err *err)
 {
-	int dirty = e->state ? pmc_state_get(e->state, name) : -ENOENT;
+	int state = e->state ? pmc_state_get(e->state, name) : -ENOENT;
 	uint32_t i, free_slot = UINT32_MAX;
+	int rc;
 
-	if (dirty != 0)
+	if (state != PMC_STATE_CLEAN && state != PMC_STATE_BYPASSED)
 		return pmc_err_set(err, EIO,
 				   "volume %s: the unreachable pmem may hold its acknowledged "
 				   "writes (%s); refusing to serve it from the disk alone",
 				   name,
-				   dirty == 1 ? "state file says dirty" : "the state file does not name it");
+				   state == PMC_STATE_DIRTY ? "state file says dirty"
+							    : "the state file does not name it");
 	for (i = 0; i < e->nvols; i++) {
 		if (e->vols[i].disk && !strcmp(e->vols[i].name, name))
 			return pmc_err_set(err, EBUSY, "volume %s: already attached", name);
@@ -297,6 +299,11 @@ static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_dis
 	}
 	if (free_slot == UINT32_MAX)
 		return pmc_err_set(err, ENOSPC, "volume %s: no free volume slot", name);
+	/* its disk is about to change behind the cache's clean copies: the
+	 * next attach through the cache must drop them (state_unbypass) */
+	rc = pmc_state_set(e->state, name, PMC_STATE_BYPASSED, err);
+	if (rc)
+		return rc;
 	memset(vi, 0, sizeof(*vi));
 	vi->size_bytes = disk->size / e->bs * e->bs;
 	vi->counts_valid = 1;
@@ -316,6 +323,42 @@ static int state_mark_dirty_locked(struct pmc_engine *e, struct pmc_evol *v, con
 	if (rc == 0)
 		atomic_store(&v->marked, 1);
 	return rc;
+}
+
+/*
+ * Attaching through the cache a volume that was served without it (state
+ * file: bypassed): its disk may hold newer data than the cache's clean
+ * copies, which are dropped; dirty blocks, older than the disk too, refuse
+ * the volume (written back they would overwrite newer data). Then the
+ * record is clean again. Under e->lock, before the volume is referenced.
+ */
+static int state_unbypass(struct pmc_engine *e, uint32_t slot, const char *name, int created,
+			  struct pmc_err *err)
+{
+	uint64_t ndirty;
+	int rc;
+
+	if (!e->state || pmc_state_get(e->state, name) != PMC_STATE_BYPASSED)
+		return 0;
+	if (!created) {
+		rc = pmc_cache_volume_drop(e->c, slot, &ndirty, err);
+		if (rc == -EBUSY && ndirty) {
+			pmc_err_clear(err);
+			return pmc_err_set(err, EEXIST,
+					   "volume %s: served without this cache since (state file: "
+					   "bypassed), so its %" PRIu64 " dirty blocks here are older "
+					   "than its disk; refusing to write them back (to drop them: "
+					   "volume add --replace-disk --discard-dirty)",
+					   name, ndirty);
+		}
+		if (rc)
+			return rc;
+		pmc_log(LOG_NOTICE,
+			"volume %s: served without this cache since it last ran: its clean "
+			"blocks dropped",
+			name);
+	}
+	return pmc_state_set(e->state, name, PMC_STATE_CLEAN, err);
 }
 
 /* on attach: make the state file agree with what the cache holds */
@@ -437,6 +480,8 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 		/* the disk must be the one the volume's data belongs to (diskid.c),
 		 * checked first: another disk is refused as such, whatever its size */
 		rc = e->vols[slot].disk ? 0 : pmc_disk_id_attach(e->c, slot, name, disk, flags, err);
+		if (!rc && !e->vols[slot].disk)
+			rc = state_unbypass(e, slot, name, 0, err);
 		if (rc) {
 			pthread_mutex_unlock(&e->lock);
 			return rc;
@@ -454,7 +499,9 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	} else {
 		uint64_t size = disk->size / e->bs * e->bs;
 
-		rc = pmc_disk_id_volume_add(e->c, name, disk, size, &slot, err);
+		rc = state_unbypass(e, 0, name, 1, err);
+		if (!rc)
+			rc = pmc_disk_id_volume_add(e->c, name, disk, size, &slot, err);
 		if (rc) {
 			pthread_mutex_unlock(&e->lock);
 			return rc;
@@ -587,7 +634,9 @@ int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc
 	if (e->c)
 		pmc_cache_volume_put(e->c, vol);
 	rc = remove && e->c ? pmc_cache_volume_remove(e->c, vol, err) : 0;
-	if (rc == 0 && remove && e->state) {
+	/* without the cache the record stays bypassed: the cache, back, may
+	 * still hold blocks of it */
+	if (rc == 0 && remove && e->state && e->c) {
 		struct pmc_err serr = {0};
 
 		if (pmc_state_set(e->state, name, 0, &serr))

@@ -25,7 +25,7 @@ struct pmc_state {
 	unsigned n;
 	struct state_rec {
 		char name[PMC_VOLUME_NAME_MAX + 1];
-		int dirty;
+		int dirty; /* PMC_STATE_*, or STATE_UNKNOWN */
 	} v[MAX_VOLS]; /* in the order of their last change */
 };
 
@@ -59,7 +59,7 @@ static int load(struct pmc_state *st, FILE *f, struct pmc_err *err)
 		}
 		if (sscanf(line, "%127s %15s", name, word) != 2 ||
 		    strlen(name) > PMC_VOLUME_NAME_MAX ||
-		    (strcmp(word, "dirty") && strcmp(word, "clean")))
+		    (strcmp(word, "dirty") && strcmp(word, "clean") && strcmp(word, "bypassed")))
 			return pmc_err_set(err, EINVAL, "state file %s: line %u: malformed record",
 					   st->path, lineno);
 		if (st->n == MAX_VOLS)
@@ -71,7 +71,9 @@ static int load(struct pmc_state *st, FILE *f, struct pmc_err *err)
 						   "state file %s: line %u: volume %s recorded twice",
 						   st->path, lineno, name);
 		snprintf(st->v[st->n].name, sizeof(st->v[st->n].name), "%s", name);
-		st->v[st->n].dirty = !strcmp(word, "dirty");
+		st->v[st->n].dirty = !strcmp(word, "dirty")	 ? PMC_STATE_DIRTY
+				     : !strcmp(word, "bypassed") ? PMC_STATE_BYPASSED
+								 : PMC_STATE_CLEAN;
 		st->n++;
 	}
 	if (lineno == 0)
@@ -141,7 +143,7 @@ unsigned pmc_state_dirty_names(struct pmc_state *st, char *buf, size_t len)
 	for (unsigned i = 0; i < st->n; i++) {
 		int k;
 
-		if (!st->v[i].dirty)
+		if (st->v[i].dirty == PMC_STATE_CLEAN || st->v[i].dirty == PMC_STATE_BYPASSED)
 			continue;
 		n++;
 		k = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", st->v[i].name);
@@ -177,7 +179,10 @@ static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 		fprintf(f, "%02x", st->uuid[i]);
 	fputc('\n', f);
 	for (unsigned i = 0; i < st->n; i++) /* unknown is written dirty */
-		fprintf(f, "%s %s\n", st->v[i].name, st->v[i].dirty ? "dirty" : "clean");
+		fprintf(f, "%s %s\n", st->v[i].name,
+			st->v[i].dirty == PMC_STATE_CLEAN      ? "clean"
+			: st->v[i].dirty == PMC_STATE_BYPASSED ? "bypassed"
+							       : "dirty");
 	if (fflush(f) || fsync(fileno(f)))
 		rc = pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
 	if (fclose(f) && !rc)
@@ -213,10 +218,10 @@ static void move_record(struct pmc_state *st, unsigned from, unsigned to)
 	st->v[to] = r;
 }
 
-int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pmc_err *err)
+int pmc_state_set(struct pmc_state *st, const char *volume, int value, struct pmc_err *err)
 {
 	unsigned i, was = 0, gone = 0;
-	int rc, added = 0, renamed = 0, forgot = 0;
+	int rc, added = 0, renamed = 0, forgot = 0, prev = 0;
 	struct state_rec old;
 
 	pthread_mutex_lock(&st->lock);
@@ -229,7 +234,7 @@ int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pm
 			 * (a removed volume's, most likely). Not named, it
 			 * counts as dirty: safe, but without the pmem that
 			 * volume would be refused rather than run pass-through */
-			for (gone = 0; gone < st->n && st->v[gone].dirty != 0; gone++)
+			for (gone = 0; gone < st->n && st->v[gone].dirty != PMC_STATE_CLEAN; gone++)
 				;
 			if (gone == st->n) {
 				pthread_mutex_unlock(&st->lock);
@@ -246,16 +251,17 @@ int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pm
 		snprintf(st->v[i].name, sizeof(st->v[i].name), "%s", volume);
 		st->n++;
 		added = 1;
-	} else if (st->v[i].dirty == !!dirty) {
+	} else if (st->v[i].dirty == value) {
 		pthread_mutex_unlock(&st->lock);
 		return 0;
 	} else {
 		/* records stay in the order of their last change */
 		was = i;
+		prev = st->v[i].dirty;
 		move_record(st, i, st->n - 1);
 		i = st->n - 1;
 	}
-	st->v[i].dirty = !!dirty;
+	st->v[i].dirty = value;
 	rc = save(st, &renamed, err);
 	if (rc && renamed) {
 		/* the file says the new value, but perhaps not durably (the
@@ -272,7 +278,7 @@ int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pm
 			move_record(st, st->n - 1, gone);
 		}
 	} else if (rc) {
-		st->v[i].dirty = !dirty;
+		st->v[i].dirty = prev; /* unknown stays unknown */
 		move_record(st, i, was);
 	}
 	pthread_mutex_unlock(&st->lock);
@@ -296,4 +302,28 @@ int pmc_state_set_uuid(struct pmc_state *st, const uint8_t uuid[16], struct pmc_
 		memcpy(st->uuid, was, 16);
 	pthread_mutex_unlock(&st->lock);
 	return rc;
+}
+
+int pmc_state_rebuild(struct pmc_state *st, struct pmc_cache *c, struct pmc_err *err)
+{
+	struct pmc_cache_info ci;
+	struct pmc_volume_info vi;
+	uint8_t was[16], zero[16] = {0};
+	int rc;
+
+	pmc_cache_get_info(c, &ci);
+	pmc_state_uuid(st, was);
+	if (!memcmp(was, ci.uuid, 16))
+		return 0;
+	/* the disks were served through the other cache since this one last
+	 * ran (or its file was lost): what this one holds is older than they
+	 * are. A crash before the new uuid is saved leaves this to redo */
+	for (uint32_t i = 0; memcmp(was, zero, 16) && i < ci.max_volumes; i++) {
+		if (pmc_cache_volume_info(c, i, &vi))
+			continue;
+		rc = pmc_state_set(st, vi.name, PMC_STATE_BYPASSED, err);
+		if (rc)
+			return rc;
+	}
+	return pmc_state_set_uuid(st, ci.uuid, err);
 }

@@ -10,9 +10,15 @@
  * dirty block and no such write in progress. A volume the file does not
  * name counts as dirty.
  *
+ * A clean volume served without the cache (the pmem did not map) is
+ * recorded "bypassed" before it is served: its disk then holds data newer
+ * than the cache's clean copies, which the next attach through the cache
+ * drops (and refuses the volume if the cache holds dirty blocks of it).
+ * A volume recorded bypassed may run pass-through as a clean one.
+ *
  * File format (text, one record a line):
  *   pmcache-state 1 <cache uuid>
- *   <volume name> dirty|clean
+ *   <volume name> dirty|clean|bypassed
  * Records are in the order of their last change. At 4096 records a new
  * one replaces the clean record changed longest ago (most likely a volume
  * removed long ago: forgotten, it counts as dirty, which is safe).
@@ -33,16 +39,28 @@ struct pmc_state;
  * parse is refused with its line number. */
 int pmc_state_open(const char *path, struct pmc_state **out, struct pmc_err *err);
 void pmc_state_close(struct pmc_state *st);
-/* 1 dirty, 0 clean, -ENOENT not named (or not known since a save failed
+enum {
+	PMC_STATE_CLEAN = 0,
+	PMC_STATE_DIRTY = 1,
+	PMC_STATE_BYPASSED = 2,
+};
+
+/* PMC_STATE_*, or -ENOENT not named (or not known since a save failed
  * after replacing the file: the next pmc_state_set saves again) */
 int pmc_state_get(struct pmc_state *st, const char *volume);
 /* how many volumes the file records as dirty (or not known), their names
  * in buf ("vol0, vol1"; cut at len) */
 unsigned pmc_state_dirty_names(struct pmc_state *st, char *buf, size_t len);
-/* durable on return 0 */
-int pmc_state_set(struct pmc_state *st, const char *volume, int dirty, struct pmc_err *err);
+/* value: PMC_STATE_*; durable on return 0 */
+int pmc_state_set(struct pmc_state *st, const char *volume, int value, struct pmc_err *err);
 /* the cache uuid recorded (zeroes if none) and setting it */
 void pmc_state_uuid(struct pmc_state *st, uint8_t uuid[16]);
 int pmc_state_set_uuid(struct pmc_state *st, const uint8_t uuid[16], struct pmc_err *err);
+/* The file describes another cache than c (the caller checked that none
+ * of its volumes is dirty there) or none: make it describe c. With another
+ * cache, every volume c holds is recorded bypassed first (its disk was
+ * served through the other cache since: c's copies are older). */
+struct pmc_cache;
+int pmc_state_rebuild(struct pmc_state *st, struct pmc_cache *c, struct pmc_err *err);
 
 #endif

@@ -9,7 +9,11 @@
  * state_dir is saved where it is named, one past PATH_MAX refused; a new
  * volume whose attach the state file refuses leaves no record in the
  * cache; a full file (4096 records) forgets its clean record changed
- * longest ago for a new volume, never a dirty one. */
+ * longest ago for a new volume, never a dirty one; a volume served without
+ * the cache is recorded bypassed before its first request, and when the
+ * cache is back its clean copies are dropped (they are older than the
+ * disk) and its dirty ones refuse it; a file rebuilt for another cache
+ * records that cache's volumes bypassed. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +23,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "diskid.h"
 #include "state.h"
 #include "t.h"
 
@@ -309,6 +314,9 @@ int main(void)
 	pmc_disk_close(d);
 	T_OK(pmc_disk_open(disk1, 0, &d, &err));
 	T_OK(pmc_engine_attach(e, "vol1", d, NULL, &v1, &err));
+	/* recorded before its first request: its disk changes behind the
+	 * cache's clean copies from now on */
+	T_EQ(pmc_state_get(st, "vol1"), PMC_STATE_BYPASSED);
 	T_OK(pmc_queue_create(e, 8, &q, &err));
 	{
 		enum pmc_mode m;
@@ -335,6 +343,86 @@ int main(void)
 	pmc_queue_destroy(q);
 	pmc_engine_destroy(e);
 	pmc_state_close(st);
+
+	/* the pmem back: the clean copies it holds of vol1 (its blocks 0-3,
+	 * zeroes, filled by the read above) are older than vol1's disk, which
+	 * the pass-through run wrote: dropped at attach (they were served);
+	 * and a volume recorded bypassed whose dirty blocks are here is
+	 * refused, those being older than its disk too, unless dropped */
+	{
+		int fd = open(disk1, O_WRONLY);
+
+		memset(buf, 0x3e, 4 * BS);
+		T_TRUE(fd >= 0 && pwrite(fd, buf, 4 * BS, 0) == 4 * BS && fsync(fd) == 0);
+		close(fd);
+		T_OK(pmc_pmem_open(pmem, (2u << 20) + 64 * BS, &pm, &err));
+		T_OK(pmc_cache_open(pm, 0, &c, &err));
+		T_OK(pmc_state_open(state, &st, &err));
+		T_OK(pmc_engine_create(c, NULL, &e, &err));
+		pmc_engine_set_state(e, st);
+		T_OK(pmc_disk_open(disk1, 0, &d, &err));
+		T_OK(pmc_engine_attach(e, "vol1", d, NULL, &v1, &err));
+		T_EQ(pmc_state_get(st, "vol1"), PMC_STATE_CLEAN);
+		T_OK(pmc_queue_create(e, 8, &q, &err));
+		memset(rb, 0, 4 * BS);
+		T_EQ(run(q, PMC_REQ_READ, v1, 0, 4 * BS, rb), 0);
+		if (memcmp(rb, buf, 4 * BS))
+			T_FAIL("vol1 reads %#x, its disk holds %#x: a stale copy served",
+			       (unsigned char)rb[0], (unsigned char)buf[0]);
+		T_OK(pmc_state_set(st, "vol0", PMC_STATE_BYPASSED, &err));
+		T_OK(pmc_disk_open(disk0, 0, &d, &err));
+		T_ERR(pmc_engine_attach(e, "vol0", d, NULL, &v0, &err), EEXIST,
+		      "dirty blocks here are older than its disk");
+		T_EQ(pmc_state_get(st, "vol0"), PMC_STATE_BYPASSED);
+		T_OK(pmc_engine_attach_flags(e, "vol0", d, NULL,
+					     PMC_ATTACH_REPLACE_DISK | PMC_ATTACH_DISCARD_DIRTY, &v0,
+					     &err));
+		T_EQ(pmc_state_get(st, "vol0"), PMC_STATE_CLEAN);
+		pmc_queue_destroy(q);
+		T_OK(pmc_engine_detach(e, v0, 0, &err));
+		T_OK(pmc_engine_detach(e, v1, 0, &err));
+		pmc_engine_destroy(e);
+		pmc_state_close(st);
+		pmc_cache_close(c);
+		pmc_pmem_close(pm);
+		printf("ok: a volume served without the cache: its clean copies dropped when the "
+		       "cache is back, dirty ones refused\n");
+	}
+	/* the file describes another cache: rebuilt for this one, whose
+	 * volumes (vol0, vol1) are recorded bypassed (their disks were served
+	 * through the other); a file that described none marks nothing */
+	{
+		uint8_t u[16];
+
+		T_OK(pmc_pmem_open(pmem, (2u << 20) + 64 * BS, &pm, &err));
+		T_OK(pmc_cache_open(pm, 0, &c, &err));
+		unlink(state);
+		f = fopen(state, "w");
+		fprintf(f, "pmcache-state 1 0123456789abcdef0123456789abcdef\nvol1 clean\nx dirty\n");
+		fclose(f);
+		T_OK(pmc_state_open(state, &st, &err));
+		T_OK(pmc_state_rebuild(st, c, &err));
+		T_EQ(pmc_state_get(st, "vol0"), PMC_STATE_BYPASSED);
+		T_EQ(pmc_state_get(st, "vol1"), PMC_STATE_BYPASSED);
+		pmc_state_uuid(st, u);
+		{
+			struct pmc_cache_info ci;
+
+			pmc_cache_get_info(c, &ci);
+			T_TRUE(!memcmp(u, ci.uuid, 16));
+		}
+		pmc_state_close(st);
+		unlink(state);
+		T_OK(pmc_state_open(state, &st, &err));
+		T_OK(pmc_state_rebuild(st, c, &err));
+		T_EQ(pmc_state_get(st, "vol0"), -ENOENT);
+		pmc_state_close(st);
+		unlink(state);
+		pmc_cache_close(c);
+		pmc_pmem_close(pm);
+		printf("ok: a state file of another cache is rebuilt with this cache's volumes "
+		       "bypassed\n");
+	}
 
 	/* a save that fails changes nothing: the call after it saves again
 	 * (the copy in memory took the change before the save, so the retry
@@ -370,6 +458,24 @@ int main(void)
 	record(state, line, sizeof(line));
 	T_TRUE(!strcmp(line, "vol-a dirty\n"));
 	T_EQ(pmc_state_get(st, "vol-a"), 1);
+	/* a save failing before its rename after one that left the record
+	 * unknown: still unknown (it became the opposite of the value asked,
+	 * "dirty" here, while the file says clean) */
+	{
+		char tmpname[300];
+
+		fail_dir_fsync = 1;
+		T_TRUE(pmc_state_set(st, "vol-a", 0, &err) != 0);
+		fail_dir_fsync = 0;
+		snprintf(tmpname, sizeof(tmpname), "%s.new", state);
+		T_TRUE(mkdir(tmpname, 0700) == 0);
+		T_TRUE(pmc_state_set(st, "vol-a", 0, &err) != 0);
+		T_TRUE(rmdir(tmpname) == 0);
+		T_EQ(pmc_state_get(st, "vol-a"), -ENOENT);
+		T_OK(pmc_state_set(st, "vol-a", 1, &err));
+		record(state, line, sizeof(line));
+		T_TRUE(!strcmp(line, "vol-a dirty\n"));
+	}
 	{
 		char names[64];
 
