@@ -175,7 +175,8 @@ static int clean_counts_agree(struct pmc_cache *c)
 	for (uint32_t i = 0; i < c->max_volumes; i++) {
 		if (PMC_VOL_STATE(c->vols[i].gen_state) != PMC_VOL_ACTIVE)
 			continue;
-		if (c->vols[i].clean_nr_dirty > c->nr_blocks || c->vols[i].clean_nr_clean > c->nr_blocks)
+		if (c->vols[i].clean_nr_dirty > c->nr_blocks || c->vols[i].clean_nr_clean > c->nr_blocks ||
+		    c->vols[i].clean_nr_lost > c->nr_blocks)
 			return 0;
 		d += c->vols[i].clean_nr_dirty;
 		k += c->vols[i].clean_nr_clean;
@@ -333,6 +334,7 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 			atomic_store(&c->vrt[i].nr_dirty, (int64_t)c->vols[i].clean_nr_dirty);
 			atomic_fetch_add(&c->tot_dirty, (int64_t)c->vols[i].clean_nr_dirty);
 			atomic_store(&c->vrt[i].nr_clean, (int64_t)c->vols[i].clean_nr_clean);
+			atomic_store(&c->vrt[i].nr_lost, (int64_t)c->vols[i].clean_nr_lost);
 		}
 		memset(c->counted, 1, sizeof(c->counted));
 		atomic_store(&c->counts_valid, 1);
@@ -381,15 +383,18 @@ void pmc_cache_close(struct pmc_cache *c)
 		for (uint32_t i = 0; i < c->max_volumes; i++) {
 			struct pmc_vol *v = &c->vols[i];
 			uint64_t d = 0, k = 0;
+			uint32_t l = 0;
 
 			if (PMC_VOL_STATE(v->gen_state) == PMC_VOL_ACTIVE) {
 				d = (uint64_t)atomic_load(&c->vrt[i].nr_dirty);
 				k = (uint64_t)atomic_load(&c->vrt[i].nr_clean);
+				l = (uint32_t)atomic_load(&c->vrt[i].nr_lost);
 			}
-			if (v->clean_nr_dirty != d || v->clean_nr_clean != k) {
+			if (v->clean_nr_dirty != d || v->clean_nr_clean != k || v->clean_nr_lost != l) {
 				pmc_pmem_store8(pm, &v->clean_nr_dirty, d);
 				pmc_pmem_store8(pm, &v->clean_nr_clean, k);
-				pmc_pmem_flush(pm, &v->clean_nr_dirty, 2 * sizeof(uint64_t));
+				pmc_pmem_copy(pm, &v->clean_nr_lost, &l, sizeof(l));
+				pmc_pmem_flush(pm, &v->clean_nr_lost, 4 + 2 * sizeof(uint64_t));
 			}
 			dirty += d;
 			clean += k;
@@ -573,7 +578,7 @@ int pmc_cache_volume_remove(struct pmc_cache *c, uint32_t vol, struct pmc_err *e
 {
 	struct pmc_vol *v;
 	int refs;
-	int64_t dirty;
+	int64_t dirty, lost;
 
 	if (c->rdonly)
 		return pmc_err_set(err, EROFS, "volume slot %u: cache is open read-only", vol);
@@ -596,7 +601,8 @@ int pmc_cache_volume_remove(struct pmc_cache *c, uint32_t vol, struct pmc_err *e
 	for (uint32_t s = 0; s < c->nr_stripes; s++)
 		pthread_mutex_lock(&c->stripe[s]);
 	dirty = atomic_load(&c->vrt[vol].nr_dirty);
-	if (dirty == 0) {
+	lost = atomic_load(&c->vrt[vol].nr_lost);
+	if (dirty == 0 && lost == 0) {
 		/* crash point volume_remove.state: one store; the volume's
 		 * blocks turn stale at once and are reclaimed lazily */
 		pmc_pmem_store8(c->pm, &v->gen_state,
@@ -612,6 +618,12 @@ int pmc_cache_volume_remove(struct pmc_cache *c, uint32_t vol, struct pmc_err *e
 		return pmc_err_set(err, EBUSY,
 				   "volume %s: %" PRId64 " dirty blocks not yet written back",
 				   v->name, dirty);
+	if (lost)
+		return pmc_err_set(err, EBUSY,
+				   "volume %s: %" PRId64 " blocks lost to pmem media errors (reads "
+				   "of them fail; removed, the disk's older data would be read "
+				   "there): write or discard them first",
+				   v->name, lost);
 	return 0;
 }
 
@@ -650,19 +662,21 @@ static void vol_id_read(const struct pmc_vol *v, struct pmc_volume_info *out)
 }
 
 /* a new slot generation: every cached block of vol stale in one store;
- * under vol_lock, with no reference. Returns the dirty blocks found:
- * dropped with them only when discard_dirty */
+ * under vol_lock, with no reference. Returns the dirty and LOST blocks
+ * found (a LOST one stands for an acknowledged write): dropped with them
+ * only when discard_dirty */
 static int64_t volume_renew(struct pmc_cache *c, uint32_t vol, int discard_dirty)
 {
 	struct pmc_vol *v = &c->vols[vol];
-	int64_t dirty;
+	int64_t dirty, lost;
 
 	if (!atomic_load(&c->counts_valid))
 		pmc_cache_recount(c);
 	for (uint32_t s = 0; s < c->nr_stripes; s++)
 		pthread_mutex_lock(&c->stripe[s]);
 	dirty = atomic_load(&c->vrt[vol].nr_dirty);
-	if (dirty == 0 || discard_dirty) {
+	lost = atomic_load(&c->vrt[vol].nr_lost);
+	if ((dirty == 0 && lost == 0) || discard_dirty) {
 		/* crash point set_id.renew: a new generation makes every
 		 * block of the old disk stale in one store, before the new
 		 * identity is recorded; a crash between the two leaves the
@@ -673,10 +687,11 @@ static int64_t volume_renew(struct pmc_cache *c, uint32_t vol, int discard_dirty
 		atomic_fetch_sub(&c->tot_dirty, dirty);
 		atomic_store(&c->vrt[vol].nr_dirty, 0);
 		atomic_store(&c->vrt[vol].nr_clean, 0);
+		atomic_store(&c->vrt[vol].nr_lost, 0);
 	}
 	for (uint32_t s = c->nr_stripes; s-- > 0;)
 		pthread_mutex_unlock(&c->stripe[s]);
-	return dirty;
+	return dirty + lost;
 }
 
 int pmc_cache_volume_drop(struct pmc_cache *c, uint32_t vol, uint64_t *ndirty,
@@ -703,7 +718,7 @@ int pmc_cache_volume_drop(struct pmc_cache *c, uint32_t vol, uint64_t *ndirty,
 	pthread_mutex_unlock(&c->vol_lock);
 	*ndirty = (uint64_t)dirty;
 	if (dirty)
-		return pmc_err_set(err, EBUSY, "volume %s: %" PRId64 " dirty blocks",
+		return pmc_err_set(err, EBUSY, "volume %s: %" PRId64 " dirty or lost blocks",
 				   c->vols[vol].name, dirty);
 	return 0;
 }
@@ -764,6 +779,7 @@ int pmc_cache_volume_info(struct pmc_cache *c, uint32_t vol, struct pmc_volume_i
 	v = &c->vols[vol];
 	memset(out, 0, sizeof(*out));
 	out->vol = vol;
+	out->nr_lost = (uint64_t)atomic_load(&c->vrt[vol].nr_lost);
 	out->gen = (uint32_t)PMC_VOL_GEN(v->gen_state);
 	out->size_bytes = v->size_bytes;
 	out->add_time_ns = v->add_time_ns;

@@ -65,6 +65,7 @@ struct pmc_volume_info {
 	char disk[PMC_VOLUME_DISK_MAX + 1];
 	uint64_t nr_dirty;	/* blocks; valid when counts_valid */
 	uint64_t nr_clean;	/* blocks; valid when counts_valid */
+	uint64_t nr_lost;	/* LOST blocks (dirty data lost to media errors); ditto */
 	int counts_valid;	/* 0 while a recount after a crash is pending */
 	int refs;		/* holders of pmc_cache_volume_get() */
 	struct pmc_disk_id disk_id; /* valid when id_state == 1 */

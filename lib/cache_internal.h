@@ -25,6 +25,7 @@ struct pmc_vol_rt {
 	atomic_int removing;	  /* set while volume_remove decides */
 	atomic_int_fast64_t nr_dirty; /* linked live dirty blocks (counted stripes) */
 	atomic_int_fast64_t nr_clean;
+	atomic_int_fast64_t nr_lost; /* linked live LOST blocks (counted stripes) */
 };
 
 struct pmc_cache {

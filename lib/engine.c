@@ -377,7 +377,8 @@ static int state_attach(struct pmc_engine *e, uint32_t slot, const char *name,
 		atomic_store(&v->marked, 1);
 		return 0;
 	}
-	if (!vi->counts_valid || vi->nr_dirty)
+	/* a LOST block stands for an acknowledged write not on the disk */
+	if (!vi->counts_valid || vi->nr_dirty || vi->nr_lost)
 		return state_mark_dirty_locked(e, v, name, err);
 	return 0;
 }
@@ -425,7 +426,7 @@ void pmc_eng_state_mark_clean(struct pmc_engine *e)
 		/* unmark first: a writer arriving now must take e->lock */
 		atomic_store(&v->marked, 0);
 		if (atomic_load(&v->dirtying) || pmc_cache_volume_info(e->c, i, &vi) ||
-		    !vi.counts_valid || vi.nr_dirty) {
+		    !vi.counts_valid || vi.nr_dirty || vi.nr_lost) {
 			atomic_store(&v->marked, 1);
 			continue;
 		}
@@ -621,9 +622,16 @@ int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc
 		if (!atomic_load(&e->c->counts_valid))
 			pmc_cache_recount(e->c);
 		pmc_cache_volume_info(e->c, vol, &vi);
-		if (vi.nr_dirty) {
+		if (vi.nr_dirty || vi.nr_lost) {
 			pthread_mutex_unlock(&e->lock);
 			pthread_mutex_unlock(&e->wb_lock);
+			if (!vi.nr_dirty)
+				return pmc_err_set(err, EBUSY,
+						   "volume %s: %" PRIu64 " blocks lost to pmem media "
+						   "errors (reads of them fail; removed, the disk's "
+						   "older data would be read there): write or discard "
+						   "them first",
+						   name, vi.nr_lost);
 			return pmc_err_set(err, EBUSY,
 					   "volume %s: %" PRIu64 " dirty blocks not yet written back",
 					   name, vi.nr_dirty);

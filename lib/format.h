@@ -86,7 +86,7 @@ struct pmc_vol {
 	char disk_id[52];	 /* 176 identity text, NUL-terminated (diskid.c) */
 	uint32_t id_csum;	 /* 228 crc32 of bytes 168..227 */
 	uint32_t csum;		 /* 232 crc32 of bytes 8..167 (1.0: 8..231) */
-	uint32_t reserved0;	 /* 236 zero */
+	uint32_t clean_nr_lost;	 /* 236 at clean close; valid if sb.clean (1.0: 0) */
 	uint64_t clean_nr_dirty; /* 240 at clean close; valid if sb.clean */
 	uint64_t clean_nr_clean; /* 248 at clean close; valid if sb.clean */
 };
@@ -161,7 +161,7 @@ PMC_ASSERT_OFF(pmc_vol, disk_bytes, 168);
 PMC_ASSERT_OFF(pmc_vol, disk_id, 176);
 PMC_ASSERT_OFF(pmc_vol, id_csum, 228);
 PMC_ASSERT_OFF(pmc_vol, csum, 232);
-PMC_ASSERT_OFF(pmc_vol, reserved0, 236);
+PMC_ASSERT_OFF(pmc_vol, clean_nr_lost, 236);
 PMC_ASSERT_OFF(pmc_vol, clean_nr_dirty, 240);
 PMC_ASSERT_OFF(pmc_vol, clean_nr_clean, 248);
 

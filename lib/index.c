@@ -60,6 +60,8 @@ void pmc_count_adj(struct pmc_cache *c, uint32_t stripe, uint32_t vol, uint64_t 
 	}
 	else if (state == PMC_BLK_CLEAN)
 		atomic_fetch_add(&c->vrt[vol].nr_clean, delta);
+	else if (state == PMC_BLK_LOST)
+		atomic_fetch_add(&c->vrt[vol].nr_lost, delta);
 }
 
 /*
@@ -679,6 +681,8 @@ void pmc_cache_recount(struct pmc_cache *c)
 						}
 						else if (st == PMC_BLK_CLEAN)
 							atomic_fetch_add(&c->vrt[d->vol].nr_clean, 1);
+						else if (st == PMC_BLK_LOST)
+							atomic_fetch_add(&c->vrt[d->vol].nr_lost, 1);
 					}
 					v = pmc_load64(&d->next);
 				}

@@ -41,7 +41,7 @@ static struct field fields[] = {
 	F("## Volume slot", pmc_vol, name), F("## Volume slot", pmc_vol, disk),
 	F("## Volume slot", pmc_vol, disk_bytes), F("## Volume slot", pmc_vol, disk_id),
 	F("## Volume slot", pmc_vol, id_csum),
-	F("## Volume slot", pmc_vol, csum), F("## Volume slot", pmc_vol, reserved0),
+	F("## Volume slot", pmc_vol, csum), F("## Volume slot", pmc_vol, clean_nr_lost),
 	F("## Volume slot", pmc_vol, clean_nr_dirty), F("## Volume slot", pmc_vol, clean_nr_clean),
 	F("## Block descriptor", pmc_desc, lba), F("## Block descriptor", pmc_desc, vol),
 	F("## Block descriptor", pmc_desc, vol_gen), F("## Block descriptor", pmc_desc, birth_ns),

@@ -21,6 +21,7 @@
 #include "check.h"
 #include "engine.h"
 #include "poison.h"
+#include "state.h"
 #include "t.h"
 #include "tcache.h"
 
@@ -145,10 +146,69 @@ static void lost_orphan(void)
 	printf("ok: a LOST orphan is retired, not allocated (%" PRIu64 " others were)\n", n);
 }
 
+/*
+ * LOST blocks are counted per volume, across a clean restart (the slot's
+ * clean_nr_lost) and a crash (the recount): a volume holding one cannot be
+ * removed (its reads would then return the disk's older data) until a
+ * write replaces it.
+ */
+static void lost_counts(void)
+{
+	char path[256], *buf = aligned_alloc(BS, BS);
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct pmc_volume_info vi;
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	enum pmc_block_state st;
+	uint64_t x;
+	uint32_t v;
+
+	snprintf(path, sizeof(path), "%s/pmc-lost-counts-%d.pmem", tmp, getpid());
+	t_cache_new(path, 64, &pm, &c, &v);
+	memset(buf, 7, BS);
+	T_OK(pmc_cache_write(c, v, 3, 1, buf, &err));
+	T_OK(pmc_cache_write(c, v, 4, 1, buf, &err));
+	T_OK(pmc_cache_lookup_pin(c, v, 3, &x, &st));
+	pmc_cache_unpin(c, x);
+	T_OK(pmc_cache_quarantine(c, v, 3, x, NULL));
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_EQ(vi.nr_lost, 1);
+	T_EQ(vi.nr_dirty, 1);
+	T_OK(pmc_cache_lookup_pin(c, v, 4, &x, &st));
+	pmc_cache_unpin(c, x);
+	T_OK(pmc_cache_mark_clean(c, v, 4, x));
+	T_ERR(pmc_cache_volume_remove(c, v, &err), EBUSY, "1 blocks lost to pmem media errors");
+	pmc_cache_close(c);
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_EQ(vi.counts_valid, 1);
+	T_EQ(vi.nr_lost, 1);
+	pmc_cache_abandon(c);
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	pmc_cache_recount(c);
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_EQ(vi.nr_lost, 1);
+	T_ERR(pmc_cache_volume_remove(c, v, &err), EBUSY, "lost to pmem media errors");
+	T_OK(pmc_cache_write(c, v, 3, 1, buf, &err)); /* replaced */
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_EQ(vi.nr_lost, 0);
+	T_OK(pmc_cache_lookup_pin(c, v, 3, &x, &st));
+	pmc_cache_unpin(c, x);
+	T_OK(pmc_cache_mark_clean(c, v, 3, x));
+	T_OK(pmc_cache_volume_remove(c, v, &err));
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	unlink(path);
+	free(buf);
+	printf("ok: LOST blocks counted across a clean restart and a crash; removal refused "
+	       "until replaced\n");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	char pmem[256], disk[256];
+	char pmem[256], disk[256], statef[256];
+	struct pmc_state *stf;
 	struct pmc_pmem *pm;
 	struct pmc_cache *c;
 	struct pmc_engine *e;
@@ -165,6 +225,7 @@ int main(void)
 
 	snprintf(pmem, sizeof(pmem), "%s/pmc-poison-%d.pmem", tmp, getpid());
 	snprintf(disk, sizeof(disk), "%s/pmc-poison-%d.disk", tmp, getpid());
+	snprintf(statef, sizeof(statef), "%s/pmc-poison-%d.state", tmp, getpid());
 	unlink(pmem);
 	size = (2u << 20) + 256 * BS;
 	T_OK(pmc_pmem_open(pmem, size, &pm, &err));
@@ -181,6 +242,9 @@ int main(void)
 	}
 	close(fd);
 	T_OK(pmc_engine_create(c, NULL, &e, &err));
+	unlink(statef);
+	T_OK(pmc_state_open(statef, &stf, &err));
+	pmc_engine_set_state(e, stf);
 	T_OK(pmc_disk_open(disk, 0, &d, &err));
 	T_OK(pmc_engine_attach(e, "v", d, NULL, &vol, &err));
 	T_OK(pmc_queue_create(e, 4, &q, &err));
@@ -244,6 +308,13 @@ int main(void)
 		}
 	}
 	printf("ok: write-back quarantined the other poisoned dirty blocks\n");
+	/* nothing dirty left, but LOST blocks stand for acknowledged writes
+	 * the disk does not have: the state file keeps the volume dirty (a
+	 * start without the pmem would serve the disk's older data there),
+	 * and a remove is refused */
+	T_EQ(pmc_state_get(stf, "v"), PMC_STATE_DIRTY);
+	T_ERR(pmc_engine_detach(e, vol, 1, &err), EBUSY, "lost to pmem media errors");
+	printf("ok: LOST blocks keep the volume dirty in the state file and refuse its removal\n");
 
 	/* every block: lost ones EIO (again), cut clean ones EIO once, then the
 	 * disk's data; all others their data */
@@ -297,6 +368,8 @@ int main(void)
 	/* restart over the repaired file: the loss is remembered */
 	pmc_queue_destroy(q);
 	pmc_engine_destroy(e);
+	pmc_state_close(stf);
+	unlink(statef);
 	pmc_cache_close(c);
 	pmc_pmem_close(pm);
 	T_EQ(truncate(pmem, (off_t)size), 0);
@@ -324,6 +397,7 @@ int main(void)
 	free(want);
 	stale_poison();
 	lost_orphan();
+	lost_counts();
 	printf("PASS pmem_poison\n");
 	return 0;
 }
