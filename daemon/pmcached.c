@@ -911,13 +911,21 @@ static int start(struct pmcd *d, struct pmc_err *err)
 	if (rc)
 		return pmc_err_set(err, -rc, "state directory %s: %s", c->state_dir, strerror(-rc));
 	snprintf(path, sizeof(path), "%s/volumes.state", c->state_dir);
-	rc = pmc_state_open(path, &d->state, err);
-	if (rc)
-		return rc;
+	/* the pmem first: its lock names the pmcached that holds it */
 	rc = open_cache(d, err);
 	if (rc == -EBUSY)
 		return rc; /* held by another process: not ours to serve */
 	unlock_pmem(d);
+	{
+		/* the state file decides what runs without the pmem too */
+		struct pmc_err serr = {0};
+		int src = pmc_state_open(path, &d->state, &serr);
+
+		if (src) {
+			pmc_err_clear(err);
+			return pmc_err_set(err, src, "%s", serr.msg);
+		}
+	}
 	if (rc) {
 		pmc_log(LOG_CRIT, "%s; serving only volumes with no data in the cache, "
 				  "pass-through",
@@ -998,6 +1006,14 @@ static void stop(struct pmcd *d)
 	stop_devices(d);
 	pmcd_wb_stop(&d->wb);
 	unsynced = pmc_engine_destroy(d->e); /* closes the disks; marks clean volumes */
+	if (!d->e && d->cache) {
+		/* refused before the engine: nothing of this run to record,
+		 * and a crash before it stays a crash (no volume was synced) */
+		struct pmc_cache_info ci;
+
+		pmc_cache_get_info(d->cache, &ci);
+		unsynced = !ci.was_clean;
+	}
 	d->e = NULL;
 	pmc_ublk_ctrl_close(d->ctrl);
 	if (d->cache && unsynced) {

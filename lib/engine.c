@@ -231,6 +231,20 @@ int pmc_engine_destroy(struct pmc_engine *e)
 		/* this sync failed, or the one of the slot's last detach */
 		unsynced |= plain_unsynced(&e->vols[i]);
 	}
+	if (e->c) {
+		/* after an unclean stop every volume of the cache may have
+		 * plain writes in its disk's volatile cache: one never attached
+		 * in this process was never synced, and a clean close would let
+		 * the next attach admit fills at once (ORDERING.md) */
+		struct pmc_cache_info ci;
+		struct pmc_volume_info vi;
+
+		pmc_cache_get_info(e->c, &ci);
+		for (uint32_t i = 0; !ci.was_clean && i < ci.max_volumes; i++)
+			if (pmc_cache_volume_info(e->c, i, &vi) == 0 &&
+			    (i >= e->nvols || !e->vols[i].attached_once))
+				unsynced = 1;
+	}
 	while (e->wb_free) {
 		struct wb_io *w = e->wb_free;
 
@@ -557,6 +571,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	atomic_store(&v->plain_flying, 0);
 	apply_conf(v, vc);
 	v->disk = disk;
+	v->attached_once = 1;
 	pthread_mutex_unlock(&e->lock);
 	/* a volume attached in another mode may still hold dirty data */
 	if (vc->mode != PMC_MODE_WRITE_BACK)

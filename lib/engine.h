@@ -78,7 +78,8 @@ void pmc_engine_set_state(struct pmc_engine *e, struct pmc_state *st);
 /* All queues destroyed first. Marks clean volumes clean in the state file,
  * syncs the plain disk writes and closes the attached disks. Returns 1 when
  * some volume's plain writes could not be made durable (a sync failed,
- * here or at its last detach): the cache must then not record a clean
+ * here or at its last detach, or, after an unclean stop, the volume was
+ * never attached in this process): the cache must then not record a clean
  * shutdown, so that the next process admits no read-miss fill before a
  * sync of its own succeeds (lib/ORDERING.md). */
 int pmc_engine_destroy(struct pmc_engine *e);

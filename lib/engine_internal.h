@@ -65,6 +65,7 @@ struct pmc_seq {
 
 struct pmc_evol {
 	struct pmc_disk *disk;	/* NULL: not attached */
+	int attached_once;	/* attached in this process (under e->lock) */
 	char name[PMC_VOLUME_NAME_MAX + 1];
 	atomic_int marked;	/* the state file says dirty */
 	atomic_int dirtying;	/* writes that may create dirty blocks, in progress */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "cache.h"
@@ -20,6 +21,7 @@
 
 struct pmc_state {
 	pthread_mutex_t lock;
+	int lock_fd; /* PATH.lock, flock()ed: one process per file */
 	char path[PATH_MAX];
 	uint8_t uuid[16];
 	unsigned n;
@@ -88,15 +90,36 @@ int pmc_state_open(const char *path, struct pmc_state **out, struct pmc_err *err
 	int rc = 0;
 
 	*out = NULL;
-	/* with ".new" appended, the temporary file's name fits PATH_MAX too */
-	if (strlen(path) + sizeof(".new") > PATH_MAX)
+	/* with ".new" or ".lock" appended, the name fits PATH_MAX too */
+	if (strlen(path) + sizeof(".lock") > PATH_MAX)
 		return pmc_err_set(err, ENAMETOOLONG, "state file %.64s...: path too long (%zu bytes)",
 				   path, strlen(path));
 	st = calloc(1, sizeof(*st));
 	if (!st)
 		return pmc_err_set(err, ENOMEM, "state file %s: out of memory", path);
 	pthread_mutex_init(&st->lock, NULL);
+	st->lock_fd = -1;
 	snprintf(st->path, sizeof(st->path), "%s", path);
+	{
+		/* two processes saving one file would each write the other's
+		 * records as they last read them: a dirty mark could go */
+		char lk[PATH_MAX];
+
+		snprintf(lk, sizeof(lk), "%s.lock", path);
+		st->lock_fd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (st->lock_fd < 0)
+			rc = pmc_err_set(err, errno, "state file %s: %s", lk, strerror(errno));
+		else if (flock(st->lock_fd, LOCK_EX | LOCK_NB))
+			rc = pmc_err_set(err, errno == EWOULDBLOCK ? EBUSY : errno,
+					 "state file %s: %s", path,
+					 errno == EWOULDBLOCK ? "in use by another process (another "
+								"pmcached with this state_dir?)"
+							      : strerror(errno));
+		if (rc) {
+			pmc_state_close(st);
+			return rc;
+		}
+	}
 	f = fopen(path, "r");
 	if (f) {
 		rc = load(st, f, err);
@@ -116,6 +139,8 @@ void pmc_state_close(struct pmc_state *st)
 {
 	if (!st)
 		return;
+	if (st->lock_fd >= 0)
+		close(st->lock_fd);
 	pthread_mutex_destroy(&st->lock);
 	free(st);
 }

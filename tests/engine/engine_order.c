@@ -332,6 +332,20 @@ static void sc_attach_unsynced(void)
 	expect_unsynced_miss(5, "a read miss after an unclean stop, before any sync",
 			     "a flush after an unclean stop");
 	teardown();
+	/* the same volume not attached by the process after the crash: its
+	 * clean stop syncs nothing of it, so it must not record a clean
+	 * shutdown (the next attach admitted fills before any sync) */
+	setup(PMC_MODE_WRITE_AROUND);
+	T_EQ(write_ver(5, 5, 0), 0);
+	process_crash();
+	et_open(&g_t, 0);
+	g_q = et_queue(g_t.e, 16);
+	pmc_queue_destroy(g_q);
+	et_close(&g_t, 0);
+	open_engine();
+	expect_unsynced_miss(5, "a read miss after an unclean stop and a run without the volume",
+			     "a flush after an unclean stop and a run without the volume");
+	teardown();
 	printf("ok: attach_unsynced\n");
 }
 

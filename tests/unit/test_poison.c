@@ -207,7 +207,7 @@ static void lost_counts(void)
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	char pmem[256], disk[256], statef[256];
+	char pmem[256], disk[256], statef[272];
 	struct pmc_state *stf;
 	struct pmc_pmem *pm;
 	struct pmc_cache *c;
@@ -369,6 +369,8 @@ int main(void)
 	pmc_queue_destroy(q);
 	pmc_engine_destroy(e);
 	pmc_state_close(stf);
+	unlink(statef);
+	strcat(statef, ".lock");
 	unlink(statef);
 	pmc_cache_close(c);
 	pmc_pmem_close(pm);

@@ -87,7 +87,7 @@ static void make_disk(const char *path, uint64_t size)
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	char pmem[256], disk0[256], disk1[256], state[256], line[256];
+	char pmem[256], disk0[256], disk1[256], state[272], line[256];
 	struct pmc_pmem *pm;
 	struct pmc_cache *c;
 	struct pmc_engine *e;
@@ -119,6 +119,19 @@ int main(void)
 	fclose(f);
 	T_ERR(pmc_state_open(state, &st, &err), EINVAL, "line 3: volume vol0 recorded twice");
 	unlink(state);
+	/* one process per state file: a second open is refused while the
+	 * first holds it (each would save the other's records as it last
+	 * read them), and goes through once it is closed */
+	{
+		struct pmc_state *st2;
+
+		T_OK(pmc_state_open(state, &st, &err));
+		T_ERR(pmc_state_open(state, &st2, &err), EBUSY, "in use by another process");
+		pmc_state_close(st);
+		T_OK(pmc_state_open(state, &st2, &err));
+		pmc_state_close(st2);
+		printf("ok: a state file in use is refused to a second opener\n");
+	}
 	/* a long state_dir (any the configuration takes, up to PATH_MAX): the
 	 * file is saved where it is named (the path was cut at 511 bytes),
 	 * and a longer one is refused */
@@ -139,6 +152,8 @@ int main(void)
 		T_TRUE(f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f));
 		fclose(f);
 		T_TRUE(!strcmp(line, "vol9 dirty\n"));
+		unlink(name);
+		strcat(name, ".lock");
 		unlink(name);
 		for (int k = 3; k >= 0; k--) {
 			T_TRUE(rmdir(deep) == 0);
@@ -525,6 +540,8 @@ int main(void)
 	unlink(pmem);
 	unlink(disk0);
 	unlink(disk1);
+	unlink(state);
+	strcat(state, ".lock");
 	unlink(state);
 	free(buf);
 	free(rb);
