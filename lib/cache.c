@@ -69,10 +69,36 @@ int pmc_cache_format(struct pmc_pmem *pm, const struct pmc_format_opts *opts,
 	rc = pmc_geom_compute(pm->size, bs, mv, &g, &gerr);
 	if (rc)
 		return pmc_err_set(err, -rc, "pmem %s: %s", pm->path, gerr.msg);
-	/* crash point format.wipe: old superblocks gone first, so a cut
-	 * format leaves a blank device and never an old cache over new zeroes */
-	pmc_pmem_fill(pm, pm->base, 0, (size_t)PMC_SB_COPIES * PMC_SB_SLOT);
-	pmc_pmem_persist(pm, pm->base, (size_t)PMC_SB_COPIES * PMC_SB_SLOT);
+	/* crash points format.wipe_old, format.wipe: old superblocks gone
+	 * first, so a cut format never leaves an old cache over new zeroes;
+	 * the older copy before the newer, each with its own barrier, so a
+	 * cut between leaves the cache as it was, never its older copy (a
+	 * clean close's, whose counts and pins would be taken as current) */
+	{
+		unsigned newest = 0;
+		uint64_t seq[PMC_SB_COPIES] = {0};
+
+		pmc_poison_init();
+		for (unsigned i = 0; i < PMC_SB_COPIES; i++) {
+			struct pmc_sb old;
+
+			/* a copy that cannot be read or does not verify is
+			 * no one's newest */
+			if (pmc_poison_copy(&old, pm->base + (size_t)i * PMC_SB_SLOT, sizeof(old)) ==
+				    0 &&
+			    old.magic == PMC_SB_MAGIC && old.csum == pmc_sb_csum(&old))
+				seq[i] = old.seq;
+			if (seq[i] > seq[newest])
+				newest = i;
+		}
+		for (unsigned k = 0; k < PMC_SB_COPIES; k++) {
+			unsigned i = k == PMC_SB_COPIES - 1 ? newest : (k < newest ? k : k + 1);
+			char *dst = pm->base + (size_t)i * PMC_SB_SLOT;
+
+			pmc_pmem_fill(pm, dst, 0, PMC_SB_SLOT);
+			pmc_pmem_persist(pm, dst, PMC_SB_SLOT);
+		}
+	}
 	/* crash point format.meta: volume table, descriptors, index zeroed */
 	pmc_pmem_fill(pm, pm->base + g.vol_off, 0, g.data_off - g.vol_off);
 	pmc_pmem_persist(pm, pm->base + g.vol_off, g.data_off - g.vol_off);
