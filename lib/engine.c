@@ -159,6 +159,7 @@ int pmc_engine_create(struct pmc_cache *c, const struct pmc_wb_conf *wb, struct 
 	e->pm = c ? pmc_cache_pmem(c) : NULL;
 	e->bs = c ? c->block_size : PMC_BLOCK_SIZE_DEFAULT;
 	e->wb = *wb;
+	e->wb_max_io_cap = wb->max_io_bytes;
 	e->max_req_blocks = wb->max_req_bytes / e->bs;
 	/* a write-back write is one iovec per cache block, and one writev
 	 * takes IOV_MAX of them (a disk with no segment limit gets it whole):
@@ -570,6 +571,11 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	atomic_store(&v->wr_done, WR_GEN_FRESH + !clean_stop);
 	atomic_store(&v->plain_flying, 0);
 	apply_conf(v, vc);
+	memset(&v->stats_base, 0, sizeof(v->stats_base));
+	for (struct pmc_queue *q = e->queues; q; q = q->next)
+		pmc_stats_add(&v->stats_base, &q->stats[slot]);
+	pmc_stats_add(&v->stats_base, &e->retired[slot]);
+	atomic_store(&v->oldest_birth_ns, 0);
 	v->disk = disk;
 	v->attached_once = 1;
 	pthread_mutex_unlock(&e->lock);
@@ -755,7 +761,8 @@ void pmc_engine_set_wb_conf(struct pmc_engine *e, const struct pmc_wb_conf *wb)
 
 	e->wb = *wb;
 	e->wb.max_req_bytes = req;
-	if (wb->max_io_bytes > io || wb->max_io_bytes < 4096)
+	/* up to the size at create again after a lower value */
+	if (wb->max_io_bytes > e->wb_max_io_cap || wb->max_io_bytes < 4096)
 		e->wb.max_io_bytes = io;
 	pthread_mutex_unlock(&e->lock);
 }
@@ -1299,6 +1306,9 @@ int pmc_engine_stats(struct pmc_engine *e, uint32_t vol, struct pmc_vol_stats *o
 	for (uint32_t i = 0; i < e->nvols; i++)
 		if (vol == UINT32_MAX || vol == i)
 			pmc_stats_add(out, &e->retired[i]);
+	/* one volume's: not those of the volumes that held its slot before */
+	if (vol != UINT32_MAX)
+		pmc_stats_sub(out, &e->vols[vol].stats_base);
 	pthread_mutex_unlock(&e->lock);
 	for (uint32_t i = 0; i < e->nvols; i++)
 		if (e->vols[i].disk && (vol == UINT32_MAX || vol == i))

@@ -66,6 +66,10 @@ struct pmc_seq {
 struct pmc_evol {
 	struct pmc_disk *disk;	/* NULL: not attached */
 	int attached_once;	/* attached in this process (under e->lock) */
+	/* the slot's counters when this volume was attached (a slot reused
+	 * by another volume keeps its queues' counts): subtracted from its
+	 * statistics; under e->lock */
+	struct pmc_vol_stats stats_base;
 	char name[PMC_VOLUME_NAME_MAX + 1];
 	atomic_int marked;	/* the state file says dirty */
 	atomic_int dirtying;	/* writes that may create dirty blocks, in progress */
@@ -161,6 +165,7 @@ struct pmc_engine {
 	uint32_t max_io_blocks;
 	pthread_mutex_t lock;
 	struct pmc_wb_conf wb;	/* under lock; copied by each step */
+	uint32_t wb_max_io_cap;	/* wb.max_io_bytes at create: sizes the arrays */
 	struct pmc_evol *vols;	/* [max_volumes] */
 	struct pmc_queue *queues; /* under lock */
 	struct pmc_vol_stats *retired; /* [nvols] counted by destroyed queues (lock) */

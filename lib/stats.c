@@ -95,6 +95,16 @@ void pmc_stats_add(struct pmc_vol_stats *dst, const struct pmc_vol_stats *src)
 			dst->lat[p][b] += LOAD(src->lat[p][b]);
 }
 
+void pmc_stats_sub(struct pmc_vol_stats *dst, const struct pmc_vol_stats *src)
+{
+#define SUB(f, unit) dst->f -= src->f;
+	PMC_STATS_COUNTERS(SUB)
+#undef SUB
+	for (unsigned p = 0; p < PMC_LAT_NR; p++)
+		for (unsigned b = 0; b < PMC_HIST_BUCKETS; b++)
+			dst->lat[p][b] -= src->lat[p][b];
+}
+
 int pmc_stats_render_text(const struct pmc_vol_stats *s, const char *name, char *buf, size_t len)
 {
 	size_t off = 0;

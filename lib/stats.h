@@ -54,6 +54,8 @@ struct pmc_vol_stats {
 
 /* add src into dst (counters and histograms) */
 void pmc_stats_add(struct pmc_vol_stats *dst, const struct pmc_vol_stats *src);
+/* dst -= src, counters and histograms (a baseline taken with pmc_stats_add) */
+void pmc_stats_sub(struct pmc_vol_stats *dst, const struct pmc_vol_stats *src);
 unsigned pmc_hist_bucket(uint64_t ns);
 /* approximate percentile (0..100) of a histogram, in us (bucket upper bound) */
 uint64_t pmc_hist_percentile_us(const uint64_t *hist, double pct);

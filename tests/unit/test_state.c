@@ -529,6 +529,51 @@ int main(void)
 		T_OK(pmc_engine_attach(e, "volnew", d, NULL, &v0, &err));
 		T_OK(pmc_cache_volume_find(c, "volnew", &v1));
 		T_EQ(v1, v0);
+		/* removed, its slot taken by another volume: that one's
+		 * statistics start from zero (it showed the removed one's) */
+		{
+			struct pmc_vol_stats s;
+
+			T_OK(pmc_queue_create(e, 8, &q, &err));
+			memset(buf, 0x11, 4 * BS);
+			T_EQ(run(q, PMC_REQ_WRITE, v0, 0, 4 * BS, buf), 0);
+			T_OK(pmc_engine_stats(e, v0, &s));
+			T_EQ(s.writes, 1);
+			T_OK(pmc_engine_flush_all(e, q, UINT32_MAX, NULL, NULL, &err));
+			T_OK(pmc_engine_detach(e, v0, 1, &err));
+			T_OK(pmc_disk_open(disk1, 0, &d, &err));
+			T_OK(pmc_engine_attach(e, "volnext", d, NULL, &v1, &err));
+			T_EQ(v1, v0);
+			T_OK(pmc_engine_stats(e, v1, &s));
+			T_EQ(s.writes, 0);
+			T_EQ(s.write_bytes, 0);
+			T_EQ(s.wb_blocks, 0);
+			T_EQ(run(q, PMC_REQ_WRITE, v1, 0, 4 * BS, buf), 0);
+			T_OK(pmc_engine_stats(e, v1, &s));
+			T_EQ(s.writes, 1);
+			printf("ok: a volume in a slot another left starts its statistics from zero\n");
+			/* writeback.max_io lowered, then raised back to its value at
+			 * start: merges are 1 MiB again (it stayed at the lower) */
+			{
+				struct pmc_wb_conf wc;
+				char *big = aligned_alloc(BS, 64 * BS);
+
+				pmc_wb_conf_default(&wc);
+				wc.max_io_bytes = 16 * BS;
+				pmc_engine_set_wb_conf(e, &wc);
+				wc.max_io_bytes = 1u << 20;
+				pmc_engine_set_wb_conf(e, &wc);
+				memset(big, 0x12, 64 * BS);
+				T_EQ(run(q, PMC_REQ_WRITE, v1, 4 * BS, 64 * BS, big), 0);
+				T_OK(pmc_engine_flush_all(e, q, UINT32_MAX, NULL, NULL, &err));
+				T_OK(pmc_engine_stats(e, v1, &s));
+				T_EQ(s.wb_blocks, 68);
+				T_TRUE(s.wb_ios <= 2); /* 68 blocks (a run may end at a 64-block region of the dirty map) */
+				free(big);
+				printf("ok: writeback.max_io raised back after a lower value\n");
+			}
+			pmc_queue_destroy(q);
+		}
 		T_OK(pmc_engine_detach(e, v0, 0, &err));
 		pmc_engine_destroy(e);
 		pmc_state_close(st);
