@@ -296,8 +296,9 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	req.id.kind = PMC_CTL_ID_INT;
 	req.id.num = getpid();
 	if (pmc_client_open(&cl, ctx->socket, a->timeout_s, err))
-		return err->code == EACCES ? PMC_EXIT_PERM
+		return err->code == EACCES	   ? PMC_EXIT_PERM
 		       : err->code == ECONNREFUSED ? PMC_EXIT_NODAEMON
+		       : err->code == EBUSY	   ? PMC_EXIT_BUSY
 						   : PMC_EXIT_FAIL;
 	if (a->cmd == PMC_CLI_STATS) {
 		ex = do_stats(ctx, &cl, &req, err);

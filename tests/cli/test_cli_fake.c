@@ -254,6 +254,37 @@ int main(int argc, char **argv)
 		T_TRUE((uint64_t)time(NULL) - t0 <= 5);
 	}
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--timeout", "x", "status"), 2);
+	/* --timeout: a daemon that accepts no connection (its backlog full)
+	 * is busy, exit 6 as pmcachectl(8) says (it was 1) */
+	{
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		char keep[sizeof(sock_path)];
+		int lfd = socket(AF_UNIX, SOCK_STREAM, 0), cfd[16], nc = 0;
+
+		memcpy(keep, sock_path, sizeof(keep));
+		snprintf(sock_path, sizeof(sock_path), "/tmp/pmc-fake-full-%d.sock", getpid());
+		unlink(sock_path);
+		memcpy(sa.sun_path, sock_path, strlen(sock_path) + 1);
+		T_TRUE(lfd >= 0 && !bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) && !listen(lfd, 0));
+		while (nc < 16) {
+			cfd[nc] = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+			T_TRUE(cfd[nc] >= 0);
+			if (connect(cfd[nc], (struct sockaddr *)&sa, sizeof(sa))) {
+				close(cfd[nc]);
+				break;
+			}
+			nc++;
+		}
+		T_TRUE(nc < 16); /* the backlog is full */
+		T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--timeout=1", "status", NULL),
+		     6);
+		T_TRUE(strstr(err, "accepted no connection within 1 s"));
+		while (nc > 0)
+			close(cfd[--nc]);
+		close(lfd);
+		unlink(sock_path);
+		memcpy(sock_path, keep, sizeof(keep));
+	}
 	/* a full daemon is busy, not absent */
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "get", "queues.depth", NULL), 6);
 	T_TRUE(strstr(err, "daemon busy") && !strstr(err, "not running"));
