@@ -54,9 +54,11 @@ static void usage(FILE *f)
 
 static int mkdir_p(const char *dir)
 {
-	char buf[256];
+	char buf[PATH_MAX];
 
-	snprintf(buf, sizeof(buf), "%s", dir);
+	/* the configuration takes paths up to PMC_CONFIG_PATH_MAX: never cut */
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
 	for (char *p = buf + 1; *p; p++) {
 		if (*p == '/') {
 			*p = '\0';

@@ -11,6 +11,7 @@
 #     data (a swap signature): refused naming it, the file unchanged;
 #   - a state file of another cache that records a volume dirty refuses
 #     the start (that cache holds its writes); with none dirty it is rebuilt;
+#   - a state_dir longer than 255 bytes is made and used where named;
 #   - SIGTERM and SIGHUP while start() blocks do not kill pmcached.
 set -uo pipefail
 src=$1 pmcached=$2
@@ -94,6 +95,15 @@ echo "$out" | grep -q "describes another cache, with no volume dirty in it: rebu
 	! grep -q 0123456789abcdef "$tmp/state/volumes.state" &&
 	echo "ok: another cache's state file with nothing dirty is rebuilt" ||
 	bad "another cache's state file, v0 clean: $out; $(cat "$tmp/state/volumes.state")"
+
+# a state_dir longer than 255 bytes (the configuration takes 4095): made
+# and used where named (it was cut at 255 bytes, made elsewhere)
+long="$tmp/$(printf 'd%.0s' $(seq 120))/$(printf 'e%.0s' $(seq 120))/state"
+sed "s|^state_dir = .*|state_dir = \"$long\";|" "$tmp/swap.conf" >"$tmp/long.conf"
+timeout 60 "$pmcached" -c "$tmp/long.conf" >"$tmp/long.out" 2>&1
+[ -f "$long/volumes.state" ] &&
+	echo "ok: a state_dir of ${#long} bytes is made and used where named" ||
+	bad "state_dir of ${#long} bytes: $(ls -R "$tmp" | head -5); $(cat "$tmp/long.out")"
 
 # a SIGTERM or SIGHUP while start() blocks (here in the open of a state
 # file that is a FIFO, standing in for an NVMe-oF connect or a device
