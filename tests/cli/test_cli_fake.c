@@ -31,6 +31,7 @@ static void put(int fd, char *line)
 
 /* serve one connection: each request line gets a canned answer */
 static int g_recount; /* the server answers status as right after a crash */
+static const char *g_a4; /* a fourth argument for run(), after a3 */
 /* 1: status names g_pmem as its pmem; 2: ... as one it could not open */
 static int g_pmem_state;
 static char g_pmem[128];
@@ -103,6 +104,13 @@ static void serve_conn(int fd)
 			} else if (r.cmd == PMC_CTL_GET && !strcmp(r.key->key, "writeback.high_pct")) {
 				close(fd);
 				return;
+			} else if (r.cmd == PMC_CTL_STATS) {
+				/* ... then the connection is closed, as the daemon
+				 * closes one idle for control.idle_timeout */
+				put(fd, pmc_ctl_reply_ok(&r.id, json_tokener_parse(
+									"{\"total\":{\"reads\":7}}")));
+				close(fd);
+				return;
 			} else if (r.cmd == PMC_CTL_VOLUME_RECONNECT) {
 				/* the daemon's own connect refused (NVMe/TCP) */
 				put(fd, pmc_ctl_reply_error(&r.id, ECONNREFUSED,
@@ -166,7 +174,7 @@ static int run(const char *prog, int tty, char *out, size_t outlen, char *err, s
 			dup2(po[1], 1);
 			dup2(pe[1], 2);
 		}
-		execl(prog, prog, "-s", sock_path, a1, a2, a3, (char *)NULL);
+		execl(prog, prog, "-s", sock_path, a1, a2, a3, g_a4, (char *)NULL);
 		_exit(127);
 	}
 	close(po[1]);
@@ -254,6 +262,15 @@ int main(int argc, char **argv)
 		T_TRUE((uint64_t)time(NULL) - t0 <= 5);
 	}
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--timeout", "x", "status"), 2);
+	/* stats --watch across a connection the daemon closed between two
+	 * refreshes (an interval past control.idle_timeout): each refresh
+	 * has a connection of its own */
+	g_a4 = "--count=2";
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "stats", "--json", "--watch=0.2"),
+	     0);
+	g_a4 = NULL;
+	if (!strstr(out, "\"reads\"") || !strstr(strstr(out, "\"reads\"") + 1, "\"reads\""))
+		T_FAIL("stats --watch: two refreshes expected:\n%s\n%s", out, err);
 	/* --timeout: a daemon that accepts no connection (its backlog full)
 	 * is busy, exit 6 as pmcachectl(8) says (it was 1) */
 	{
