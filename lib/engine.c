@@ -293,7 +293,7 @@ static int conf_check(const struct pmc_volume_conf *vc, struct pmc_err *err)
 
 /* without a cache: only a volume the state file calls clean may run */
 static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
-			  uint32_t *slot, struct pmc_volume_info *vi, struct pmc_err *err)
+			  uint32_t *slot, struct pmc_volume_info *vi, char *id, struct pmc_err *err)
 {
 	int state = e->state ? pmc_state_get(e->state, name) : -ENOENT;
 	uint32_t i, free_slot = UINT32_MAX;
@@ -314,6 +314,21 @@ static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_dis
 	}
 	if (free_slot == UINT32_MAX)
 		return pmc_err_set(err, ENOSPC, "volume %s: no free volume slot", name);
+	/* the disk must be the volume's, as with the cache (diskid.c): its
+	 * identity recorded in the state file, where the file has one */
+	id[0] = '\0';
+	if (pmc_state_get_id(e->state, name, id, PMC_DISK_ID_MAX + 1) == 0) {
+		struct pmc_disk_id found;
+
+		rc = pmc_disk_id_get(disk->fd, disk->size, &found, err);
+		if (rc)
+			return rc;
+		if (strcmp(found.text, id))
+			return pmc_err_set(err, EXDEV,
+					   "volume %s: disk %s is %s, but the state file records "
+					   "%s for the volume; refusing to serve another disk as it",
+					   name, disk->path, found.text, id);
+	}
 	/* its disk is about to change behind the cache's clean copies: the
 	 * next attach through the cache must drop them (state_unbypass) */
 	rc = pmc_state_set(e->state, name, PMC_STATE_BYPASSED, err);
@@ -334,7 +349,7 @@ static int state_mark_dirty_locked(struct pmc_engine *e, struct pmc_evol *v, con
 
 	if (!e->state || atomic_load(&v->marked))
 		return 0;
-	rc = pmc_state_set(e->state, name, 1, err);
+	rc = pmc_state_record(e->state, name, 1, v->disk_id, err);
 	if (rc == 0)
 		atomic_store(&v->marked, 1);
 	return rc;
@@ -373,7 +388,16 @@ static int state_unbypass(struct pmc_engine *e, uint32_t slot, const char *name,
 			"blocks dropped",
 			name);
 	}
-	return pmc_state_set(e->state, name, PMC_STATE_CLEAN, err);
+	{
+		struct pmc_volume_info vi;
+
+		return pmc_state_record(e->state, name, PMC_STATE_CLEAN,
+					!created && pmc_cache_volume_info(e->c, slot, &vi) == 0 &&
+							vi.id_state == 1
+						? vi.disk_id.text
+						: NULL,
+					err);
+	}
 }
 
 /* on attach: make the state file agree with what the cache holds */
@@ -388,6 +412,19 @@ static int state_attach(struct pmc_engine *e, uint32_t slot, const char *name,
 	if (!e->state || !e->c)
 		return 0;
 	dirty = pmc_state_get(e->state, name);
+	if (dirty >= 0 && v->disk_id[0]) {
+		/* the record names the disk the cache knows (its disk was
+		 * replaced, or the record is older than identities) */
+		char had[PMC_DISK_ID_MAX + 1] = "";
+		int rc;
+
+		pmc_state_get_id(e->state, name, had, sizeof(had));
+		if (strcmp(had, v->disk_id)) {
+			rc = pmc_state_record(e->state, name, dirty, v->disk_id, err);
+			if (rc)
+				return rc;
+		}
+	}
 	if (dirty == 1) {
 		atomic_store(&v->marked, 1);
 		return 0;
@@ -447,7 +484,7 @@ void pmc_eng_state_mark_clean(struct pmc_engine *e)
 		}
 		/* a failed save leaves it unmarked: the file may say clean now
 		 * (lib/state.c), so the next dirtying write records it again */
-		if (pmc_state_set(e->state, v->name, 0, &err))
+		if (pmc_state_record(e->state, v->name, 0, v->disk_id, &err))
 			pmc_log(LOG_ERR, "volume %s: %s", v->name, err.msg);
 	}
 	pthread_mutex_unlock(&e->lock);
@@ -469,6 +506,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	struct pmc_evol *v;
 	uint32_t slot;
 	int rc, clean_stop = 1, created = 0;
+	char nid[PMC_DISK_ID_MAX + 1] = "";
 
 	if (!vc) {
 		pmc_volume_conf_default(&def);
@@ -484,7 +522,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 				   disk->path, disk->lbs, e->bs);
 	pthread_mutex_lock(&e->lock);
 	if (!e->c) {
-		rc = attach_nocache(e, name, disk, &slot, &vi, err);
+		rc = attach_nocache(e, name, disk, &slot, &vi, nid, err);
 		if (rc) {
 			pthread_mutex_unlock(&e->lock);
 			return rc;
@@ -531,6 +569,9 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 		return pmc_err_set(err, EBUSY, "volume %s: already attached to %s", name,
 				   v->disk->path);
 	}
+	/* the identity of its disk, for the state file's records */
+	snprintf(v->disk_id, sizeof(v->disk_id), "%s",
+		 !e->c ? nid : vi.id_state == 1 ? vi.disk_id.text : "");
 	rc = e->c ? pmc_cache_volume_get(e->c, slot) : 0; /* held while attached */
 	if (rc) {
 		pthread_mutex_unlock(&e->lock);
@@ -668,7 +709,7 @@ int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc
 	if (rc == 0 && remove && e->state && e->c) {
 		struct pmc_err serr = {0};
 
-		if (pmc_state_set(e->state, name, 0, &serr))
+		if (pmc_state_record(e->state, name, 0, v->disk_id, &serr))
 			pmc_log(LOG_ERR, "volume %s: %s", name, serr.msg);
 	}
 	if (rc) {

@@ -66,6 +66,7 @@ struct pmc_seq {
 struct pmc_evol {
 	struct pmc_disk *disk;	/* NULL: not attached */
 	int attached_once;	/* attached in this process (under e->lock) */
+	char disk_id[PMC_DISK_ID_MAX + 1]; /* its disk's identity, "" unknown (e->lock) */
 	/* the slot's counters when this volume was attached (a slot reused
 	 * by another volume keeps its queues' counts): subtracted from its
 	 * statistics; under e->lock */

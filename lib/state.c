@@ -28,6 +28,7 @@ struct pmc_state {
 	struct state_rec {
 		char name[PMC_VOLUME_NAME_MAX + 1];
 		int dirty; /* PMC_STATE_*, or STATE_UNKNOWN */
+		char id[PMC_DISK_ID_MAX + 1]; /* its disk's identity, "" unknown */
 	} v[MAX_VOLS]; /* in the order of their last change */
 };
 
@@ -45,8 +46,9 @@ static int parse_uuid(const char *s, uint8_t uuid[16])
 
 static int load(struct pmc_state *st, FILE *f, struct pmc_err *err)
 {
-	char line[256], name[128], word[16], uuid[64];
+	char line[256], name[128], word[16], uuid[64], id[128];
 	unsigned lineno = 0, version;
+	int k;
 
 	while (fgets(line, sizeof(line), f)) {
 		lineno++;
@@ -59,8 +61,9 @@ static int load(struct pmc_state *st, FILE *f, struct pmc_err *err)
 						   st->path);
 			continue;
 		}
-		if (sscanf(line, "%127s %15s", name, word) != 2 ||
-		    strlen(name) > PMC_VOLUME_NAME_MAX ||
+		id[0] = '\0';
+		k = sscanf(line, "%127s %15s %127s", name, word, id);
+		if (k < 2 || strlen(name) > PMC_VOLUME_NAME_MAX || strlen(id) > PMC_DISK_ID_MAX ||
 		    (strcmp(word, "dirty") && strcmp(word, "clean") && strcmp(word, "bypassed")))
 			return pmc_err_set(err, EINVAL, "state file %s: line %u: malformed record",
 					   st->path, lineno);
@@ -73,6 +76,7 @@ static int load(struct pmc_state *st, FILE *f, struct pmc_err *err)
 						   "state file %s: line %u: volume %s recorded twice",
 						   st->path, lineno, name);
 		snprintf(st->v[st->n].name, sizeof(st->v[st->n].name), "%s", name);
+		snprintf(st->v[st->n].id, sizeof(st->v[st->n].id), "%s", id);
 		st->v[st->n].dirty = !strcmp(word, "dirty")	 ? PMC_STATE_DIRTY
 				     : !strcmp(word, "bypassed") ? PMC_STATE_BYPASSED
 								 : PMC_STATE_CLEAN;
@@ -157,6 +161,20 @@ int pmc_state_get(struct pmc_state *st, const char *volume)
 	return rc;
 }
 
+int pmc_state_get_id(struct pmc_state *st, const char *volume, char *buf, size_t len)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&st->lock);
+	for (unsigned i = 0; i < st->n; i++)
+		if (!strcmp(st->v[i].name, volume) && st->v[i].id[0]) {
+			snprintf(buf, len, "%s", st->v[i].id);
+			rc = 0;
+		}
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
 unsigned pmc_state_dirty_names(struct pmc_state *st, char *buf, size_t len)
 {
 	unsigned n = 0;
@@ -204,10 +222,11 @@ static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 		fprintf(f, "%02x", st->uuid[i]);
 	fputc('\n', f);
 	for (unsigned i = 0; i < st->n; i++) /* unknown is written dirty */
-		fprintf(f, "%s %s\n", st->v[i].name,
+		fprintf(f, "%s %s%s%s\n", st->v[i].name,
 			st->v[i].dirty == PMC_STATE_CLEAN      ? "clean"
 			: st->v[i].dirty == PMC_STATE_BYPASSED ? "bypassed"
-							       : "dirty");
+							       : "dirty",
+			st->v[i].id[0] ? " " : "", st->v[i].id);
 	if (fflush(f) || fsync(fileno(f)))
 		rc = pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
 	if (fclose(f) && !rc)
@@ -245,9 +264,19 @@ static void move_record(struct pmc_state *st, unsigned from, unsigned to)
 
 int pmc_state_set(struct pmc_state *st, const char *volume, int value, struct pmc_err *err)
 {
+	return pmc_state_record(st, volume, value, NULL, err);
+}
+
+int pmc_state_record(struct pmc_state *st, const char *volume, int value, const char *id,
+		     struct pmc_err *err)
+{
 	unsigned i, was = 0, gone = 0;
 	int rc, added = 0, renamed = 0, forgot = 0, prev = 0;
 	struct state_rec old;
+	char prev_id[PMC_DISK_ID_MAX + 1] = "";
+
+	if (id && (!id[0] || strlen(id) > PMC_DISK_ID_MAX || strpbrk(id, " \t\n")))
+		id = NULL; /* none known (or not one a record can hold) */
 
 	pthread_mutex_lock(&st->lock);
 	for (i = 0; i < st->n; i++)
@@ -274,19 +303,23 @@ int pmc_state_set(struct pmc_state *st, const char *volume, int value, struct pm
 			i = st->n;
 		}
 		snprintf(st->v[i].name, sizeof(st->v[i].name), "%s", volume);
+		st->v[i].id[0] = '\0';
 		st->n++;
 		added = 1;
-	} else if (st->v[i].dirty == value) {
+	} else if (st->v[i].dirty == value && (!id || !strcmp(st->v[i].id, id))) {
 		pthread_mutex_unlock(&st->lock);
 		return 0;
 	} else {
 		/* records stay in the order of their last change */
 		was = i;
 		prev = st->v[i].dirty;
+		memcpy(prev_id, st->v[i].id, sizeof(prev_id));
 		move_record(st, i, st->n - 1);
 		i = st->n - 1;
 	}
 	st->v[i].dirty = value;
+	if (id)
+		snprintf(st->v[i].id, sizeof(st->v[i].id), "%s", id);
 	rc = save(st, &renamed, err);
 	if (rc && renamed) {
 		/* the file says the new value, but perhaps not durably (the
@@ -304,6 +337,7 @@ int pmc_state_set(struct pmc_state *st, const char *volume, int value, struct pm
 		}
 	} else if (rc) {
 		st->v[i].dirty = prev; /* unknown stays unknown */
+		memcpy(st->v[i].id, prev_id, sizeof(prev_id));
 		move_record(st, i, was);
 	}
 	pthread_mutex_unlock(&st->lock);
@@ -346,7 +380,8 @@ int pmc_state_rebuild(struct pmc_state *st, struct pmc_cache *c, struct pmc_err 
 	for (uint32_t i = 0; memcmp(was, zero, 16) && i < ci.max_volumes; i++) {
 		if (pmc_cache_volume_info(c, i, &vi))
 			continue;
-		rc = pmc_state_set(st, vi.name, PMC_STATE_BYPASSED, err);
+		rc = pmc_state_record(st, vi.name, PMC_STATE_BYPASSED,
+				      vi.id_state == 1 ? vi.disk_id.text : NULL, err);
 		if (rc)
 			return rc;
 	}

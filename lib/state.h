@@ -16,9 +16,13 @@
  * drops (and refuses the volume if the cache holds dirty blocks of it).
  * A volume recorded bypassed may run pass-through as a clean one.
  *
+ * A record also names the identity of the volume's disk (diskid.h) once
+ * the engine knew it when it wrote the record: without the pmem, a volume
+ * is served pass-through only on that disk.
+ *
  * File format (text, one record a line):
  *   pmcache-state 1 <cache uuid>
- *   <volume name> dirty|clean|bypassed
+ *   <volume name> dirty|clean|bypassed [<disk identity>]
  * Records are in the order of their last change. At 4096 records a new
  * one replaces the clean record changed longest ago (most likely a volume
  * removed long ago: forgotten, it counts as dirty, which is safe).
@@ -53,6 +57,12 @@ int pmc_state_get(struct pmc_state *st, const char *volume);
 unsigned pmc_state_dirty_names(struct pmc_state *st, char *buf, size_t len);
 /* value: PMC_STATE_*; durable on return 0 */
 int pmc_state_set(struct pmc_state *st, const char *volume, int value, struct pmc_err *err);
+/* ... recording the identity of the volume's disk too (id NULL or "": the
+ * one recorded stays) */
+int pmc_state_record(struct pmc_state *st, const char *volume, int value, const char *id,
+		     struct pmc_err *err);
+/* the disk identity recorded for volume into buf; -ENOENT if none */
+int pmc_state_get_id(struct pmc_state *st, const char *volume, char *buf, size_t len);
 /* the cache uuid recorded (zeroes if none) and setting it */
 void pmc_state_uuid(struct pmc_state *st, uint8_t uuid[16]);
 int pmc_state_set_uuid(struct pmc_state *st, const uint8_t uuid[16], struct pmc_err *err);

@@ -246,7 +246,8 @@ int main(void)
 	f = fopen(state, "r");
 	T_TRUE(f && fgets(line, sizeof(line), f) && fgets(line, sizeof(line), f));
 	fclose(f);
-	T_TRUE(!strcmp(line, "vol0 dirty\n"));
+	/* ... naming its disk (a file: its device and inode) */
+	T_TRUE(!strncmp(line, "vol0 dirty file-", 16));
 	/* vol1 only read (its disk is all zeroes): stays unrecorded */
 	memset(rb, 0x77, 16 * BS);
 	T_EQ(run(q, PMC_REQ_READ, v1, 0, 4 * BS, rb), 0);
@@ -299,10 +300,10 @@ int main(void)
 	T_OK(pmc_engine_flush_all(e, q, UINT32_MAX, NULL, NULL, &err));
 	fail_dir_fsync = 0;
 	record(state, line, sizeof(line));
-	T_TRUE(!strcmp(line, "vol0 clean\n"));
+	T_TRUE(!strncmp(line, "vol0 clean file-", 16));
 	T_EQ(run(q, PMC_REQ_WRITE, v0, 40 * BS, 4 * BS, buf), 0);
 	record(state, line, sizeof(line));
-	if (strcmp(line, "vol0 dirty\n"))
+	if (strncmp(line, "vol0 dirty file-", 16))
 		T_FAIL("a write after a failed clean mark left the state file saying %s", line);
 	/* dirty again, and left dirty by a "crash" of the daemon */
 	T_EQ(run(q, PMC_REQ_WRITE, v0, 16 * BS, 4 * BS, buf), 0);
@@ -326,6 +327,20 @@ int main(void)
 	      "volume vol0: the unreachable pmem may hold its acknowledged writes (state file says "
 	      "dirty)");
 	T_ERR(pmc_engine_attach(e, "other", d, NULL, &v0, &err), EIO, "does not name it");
+	/* vol1 clean, its record naming disk1: another disk is refused as
+	 * vol1 (device names swapped at the same boot), naming both */
+	{
+		struct pmc_disk_id id1;
+		struct pmc_disk *d1;
+
+		T_OK(pmc_disk_open(disk1, 0, &d1, &err));
+		T_OK(pmc_disk_id_get(d1->fd, d1->size, &id1, &err));
+		pmc_disk_close(d1);
+		T_OK(pmc_state_record(st, "vol1", PMC_STATE_CLEAN, id1.text, &err));
+		T_ERR(pmc_engine_attach(e, "vol1", d, NULL, &v1, &err), EXDEV,
+		      "but the state file records");
+		T_EQ(pmc_state_get(st, "vol1"), PMC_STATE_CLEAN);
+	}
 	pmc_disk_close(d);
 	T_OK(pmc_disk_open(disk1, 0, &d, &err));
 	T_OK(pmc_engine_attach(e, "vol1", d, NULL, &v1, &err));
