@@ -77,8 +77,8 @@ const struct pmc_config_key pmc_config_table[] = {
      .max = 1024 * TIB,
      .align = 4 * KIB,
      .unit = "bytes",
-     .doc = "0: use the device or file as it is; a file that does not exist is created "
-	    "with this size"},
+     .doc = "0: use the device or file as it is; a file that does not exist, or is empty, is "
+	    "made this size; ignored for a devdax device and for a file that is not empty"},
     {.key = "pmem.format",
      TOP(pmem_format),
      .type = PMC_CONFIG_T_WORD,
@@ -98,7 +98,8 @@ const struct pmc_config_key pmc_config_table[] = {
      .type = PMC_CONFIG_T_PATH,
      .def = "/var/lib/pmcache",
      .max = PMC_CONFIG_PATH_MAX - 1,
-     .doc = "directory of the volume state file (which volumes have dirty data in the pmem)"},
+     .doc = "directory of the volume state file, volumes.state (which volumes may have dirty "
+	    "data in the pmem), and of its lock, volumes.state.lock: one pmcached per directory"},
     {.key = "control.socket",
      TOP(control_socket),
      .type = PMC_CONFIG_T_PATH,
@@ -117,15 +118,18 @@ const struct pmc_config_key pmc_config_table[] = {
      .type = PMC_CONFIG_T_GROUP,
      .def = "",
      .max = PMC_CONFIG_GROUP_MAX,
-     .doc = "group whose members may also change things (volume add and remove, set, flush, "
-	    "shutdown); \"\": root only"},
+     .doc = "group whose members may also change things (volume add, remove and reconnect, "
+	    "set, flush, shutdown); \"\": root only"},
     {.key = "control.allowed_disks",
      TOP(control_allowed_disks),
      .type = PMC_CONFIG_T_PATH,
      .def = "/dev/*",
      .max = PMC_CONFIG_PATH_MAX - 1,
      .doc = "shell patterns, separated by spaces, of the block devices volume add may "
-	    "attach (matched against the device's name under /dev; not for NVMe-oF disks)"},
+	    "attach, matched against the device node's own path, links resolved (with udev the "
+	    "kernel's name: /dev/sdb, /dev/dm-3, /dev/rbd0), so patterns of links such as "
+	    "/dev/disk/by-id/... or /dev/mapper/... never match; the volume records that path; "
+	    "not for NVMe-oF disks"},
     {.key = "control.idle_timeout",
      TOP(control_idle_s),
      .type = PMC_CONFIG_T_INT,
@@ -201,7 +205,9 @@ const struct pmc_config_key pmc_config_table[] = {
      .max = 16 * MIB,
      .align = 4 * KIB,
      .unit = "bytes",
-     .doc = "merge neighbouring dirty blocks into disk writes up to this size (and 1024 blocks)"},
+     .doc = "merge neighbouring dirty blocks into disk writes up to this size, and at most "
+	    "1024 blocks (4M with 4K blocks: more has no effect); at run time it can be lowered "
+	    "and raised again up to its value at start, above that only by a restart"},
     {.key = "writeback.max_inflight",
      TOP(wb.max_inflight),
      .type = PMC_CONFIG_T_INT,
