@@ -4,7 +4,8 @@
 # operator sees it: pmcachectl status and stats tables, a restart under the
 # mounted file system, a flush, and the commands to type next.
 #
-# Where this machine has ublk (/dev/ublk-control), pmcached runs here: over
+# Where this machine has ublk (/dev/ublk-control; the script loads ublk_drv
+# first if that node is missing), pmcached runs here: over
 # the devdax namespace named by PMC_DEMO_PMEM, else over a 1 GiB pmem file
 # in /var/tmp, caching a 2 GiB disk image file (PMC_DEMO_DISK to name a
 # real disk). Elsewhere (no ublk in the kernel, as on Debian 12's stock
@@ -19,6 +20,11 @@ build=$top/build/demo
 cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target pmcached pmcachectl >/dev/null
 
+# the driver may be built but not loaded: try it, quietly (no module, or
+# no permission: the guest below)
+if [ ! -e /dev/ublk-control ] && command -v modprobe >/dev/null 2>&1; then
+	modprobe -q ublk_drv >/dev/null 2>&1 || true
+fi
 if [ -e /dev/ublk-control ]; then
 	pmem=${PMC_DEMO_PMEM:-/var/tmp/pmcache-demo.pmem}
 	disk=${PMC_DEMO_DISK:-/var/tmp/pmcache-demo-disk.img}
