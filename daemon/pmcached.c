@@ -751,8 +751,15 @@ static int reload(struct pmcd *d, struct reload_report *r)
 	for (unsigned i = 0; i < nc->nr_volumes; i++) {
 		struct pmcd_volume *v = pmcd_volume_find(d, nc->volumes[i].name);
 
-		if (!v || v->removing)
+		if (!v)
 			continue;
+		if (v->removing) {
+			/* its remove decides what becomes of it: if the remove
+			 * fails it keeps its settings, not the file's */
+			report(r, "volume %s: being removed; its settings in the file not applied",
+			       v->conf.name);
+			continue;
+		}
 		pmc_err_clear(&err);
 		if (pmc_engine_set_volume_conf(d->e, v->vol, &nc->volumes[i].vc, &err))
 			report(r, "%s", err.msg);

@@ -97,7 +97,8 @@ const struct pmc_config_key pmc_config_table[] = {
      TOP(state_dir),
      .type = PMC_CONFIG_T_PATH,
      .def = "/var/lib/pmcache",
-     .max = PMC_CONFIG_PATH_MAX - 1,
+     /* with "/volumes.state.lock" the lock file's path fits PATH_MAX */
+     .max = PMC_CONFIG_PATH_MAX - 1 - (sizeof("/volumes.state.lock") - 1),
      .doc = "directory of the volume state file, volumes.state (which volumes may have dirty "
 	    "data in the pmem), and of its lock, volumes.state.lock: one pmcached per directory"},
     {.key = "control.socket",
@@ -2067,7 +2068,8 @@ int pmc_config_key_describe(const struct pmc_config_key *k, char *buf, size_t le
 	case PMC_CONFIG_T_GROUP:
 		return n + snprintf(buf, len, "a group name, or \"\"%s", rt);
 	case PMC_CONFIG_T_TEXT:
-		return n + snprintf(buf, len, "printable ASCII but \",\", at most %" PRId64 " bytes%s",
+		return n + snprintf(buf, len,
+				    "printable ASCII but space and \",\", at most %" PRId64 " bytes%s",
 				    k->max, rt);
 	case PMC_CONFIG_T_WORD:
 		words_fmt(k->words, all, sizeof(all));

@@ -233,6 +233,11 @@ if dmsetup create --noudevsync slowd --table "0 $(blockdev --getsz "$D1") delay 
 	pmcachectl -s "$SOCK" --json status | tr -d ' \n' | grep -o '"name":"vol3"[^}]*' >$OUT
 	kill -0 $RM 2>/dev/null && ok "the remove of vol3 is still writing back after the reload" ||
 		bad "the remove of vol3 ended within 2 s: $(cat /tmp/rm.out)"
+	# ... and the reload says it did not apply the file's settings of vol3
+	# (it reported "reloaded": if the remove then fails, vol3 keeps its own)
+	grep -q "reload of $CONF: not applied: .*volume vol3: being removed; its settings in the file not applied" "$LOG" &&
+		ok "the reload says vol3's settings were not applied" ||
+		bad "the reload during vol3's remove: $(grep 'reload' "$LOG" | tail -2)"
 	# the remove switched it to write-around: write-back mode until its
 	# dirty data is gone, draining (a reload that undid it clears that)
 	grep -q '"draining":true' $OUT && ok "a reload during the remove leaves vol3 draining" ||

@@ -50,7 +50,7 @@ wait $PID
 tail -2 /tmp/pmcached.log
 cat <<'EON'
 
-== what an operator types next, on a machine with ublk (Linux >= 6.12):
+== what an operator types next, on a machine with ublk (Linux >= 6.1):
   pmcachectl status                      # the cache and its volumes at a glance
   pmcachectl stats --watch               # counters and latencies, refreshed every second
   pmcachectl volume add NAME /dev/disk/by-id/DISK   # cache one more disk, as /dev/pmcache/NAME
