@@ -909,6 +909,34 @@ static void on_watchdog(struct ev_loop *loop, ev_timer *w, int revents)
 	sd_notifyf(0, "WATCHDOG=1\nSTATUS=%s", status);
 }
 
+/* volumes of the cache with dirty data that the configuration does not
+ * list (added at run time, or taken out of the file): their disks lack
+ * those writes until they are added again */
+static void warn_unlisted(struct pmcd *d)
+{
+	struct pmc_cache_info ci;
+	struct pmc_volume_info vi;
+
+	if (!d->cache)
+		return;
+	pmc_cache_get_info(d->cache, &ci);
+	for (uint32_t i = 0; i < ci.max_volumes; i++) {
+		unsigned j = 0;
+
+		if (pmc_cache_volume_info(d->cache, i, &vi) || !vi.counts_valid ||
+		    (!vi.nr_dirty && !vi.nr_lost))
+			continue;
+		while (j < d->conf.nr_volumes && strcmp(d->conf.volumes[j].name, vi.name))
+			j++;
+		if (j < d->conf.nr_volumes)
+			continue;
+		pmc_log(LOG_WARNING,
+			"volume %s: %" PRIu64 " dirty blocks in the pmem, but the configuration does "
+			"not list it: its disk %s lacks those writes until it is served again",
+			vi.name, vi.nr_dirty + vi.nr_lost, vi.disk);
+	}
+}
+
 static int start(struct pmcd *d, struct pmc_err *err)
 {
 	struct pmc_config *c = &d->conf;
@@ -999,6 +1027,7 @@ static int start(struct pmcd *d, struct pmc_err *err)
 		else
 			served++;
 	}
+	warn_unlisted(d);
 	rc = pmcd_path_start(d, err);
 	if (rc)
 		return rc;
@@ -1026,8 +1055,9 @@ static void stop(struct pmcd *d)
 	d->e = NULL;
 	pmc_ublk_ctrl_close(d->ctrl);
 	if (d->cache && unsynced) {
-		pmc_log(LOG_ERR, "a disk could not be synced: the cache is left as after a crash, "
-				 "so that read misses are cached only after a disk sync succeeds");
+		pmc_log(LOG_ERR, "a disk could not be synced (or, after an unclean stop, a volume of "
+				 "the cache was not served): the cache is left as after a crash, so "
+				 "that read misses are cached only after a disk sync succeeds");
 		pmc_cache_abandon(d->cache);
 	} else if (d->cache) {
 		pmc_cache_close(d->cache); /* records a clean shutdown */

@@ -436,7 +436,27 @@ EOC
 	ok "after the restart: $(cat $OUT)"
 	fill --verify_only && ok "every block fio wrote reads back" ||
 		bad "ublkb5 after the restart: $(grep -i -m3 'err\|verify' /tmp/fill.txt)"
+	# 8 MiB more (dirty for seconds at a write-back write a second), then a
+	# start whose file no longer lists q: warned, naming q and its disk
+	fio --name=more --filename=/dev/ublkb5 --ioengine=libaio --direct=1 --rw=randwrite \
+		--bs=4k --size=8M --iodepth=32 --output=/tmp/more.txt >/dev/null 2>&1 ||
+		bad "fio on ublkb5: $(cat /tmp/more.txt)"
 	pmcached_stop "after the 64 MiB cache's check" 60
+	sz=$(blockdev --getsz "$D1")
+	if dmsetup create --noudevsync tailq --table "0 131072 linear $D1 $((sz - 131072))" &&
+		dmsetup mknodes tailq; then
+		sed 's|{ name = "q"; disk = "/dev/mapper/slowq";|{ name = "q2"; disk = "/dev/mapper/tailq";|; s|ublk_id = 5;|ublk_id = 6;|' \
+			/tmp/small.conf >/tmp/small2.conf
+		pmcached_start /tmp/small2.conf "$LOG" ||
+			{ bad "pmcached on the 64 MiB cache without q did not start"; tail -20 "$LOG"; }
+		grep -q "volume q: [0-9]* dirty blocks in the pmem, but the configuration does not list it: its disk /dev/mapper/slowq lacks those writes" "$LOG" &&
+			ok "a start without q names its dirty blocks: $(grep -o 'volume q: [0-9]* dirty blocks' "$LOG" | tail -1)" ||
+			bad "no warning for q's dirty blocks: $(grep 'volume q' "$LOG" | tail -3)"
+		pmcached_stop "the 64 MiB cache without q" 60
+		dmsetup remove tailq || bad "dmsetup remove tailq"
+	else
+		bad "dm-linear over the tail of $D1"
+	fi
 	dmsetup remove slowq || bad "dmsetup remove slowq"
 else
 	bad "dm-delay over $D1 for the 64 MiB cache"
