@@ -127,7 +127,7 @@ static int same_volume(const struct pmcd_volume *v, const struct pmc_config_volu
 	return v->used && v->gen == gen && !strcmp(v->conf.name, conf->name);
 }
 
-static void check_volume(struct pmcd *d, unsigned i, int kicked)
+static void check_volume_fabric(struct pmcd *d, unsigned i, int kicked)
 {
 	struct pmcd_volume *v = &d->vols[i];
 	struct pmc_config_volume conf;
@@ -246,6 +246,16 @@ static void check_volume(struct pmcd *d, unsigned i, int kicked)
 			conf.name, v->path_dev, p.ctrl);
 	}
 	pthread_mutex_unlock(&d->lock);
+}
+
+/* one volume's step under fabric_lock: what it connects or finds cannot
+ * be disconnected by a refused add meanwhile, nor what an add claims by
+ * its release of a controller made for a volume gone (pmcd_nvmf_release) */
+static void check_volume(struct pmcd *d, unsigned i, int kicked)
+{
+	pthread_mutex_lock(&d->fabric_lock);
+	check_volume_fabric(d, i, kicked);
+	pthread_mutex_unlock(&d->fabric_lock);
 }
 
 static void *monitor_main(void *arg)

@@ -278,9 +278,13 @@ void pmcd_nvmf_release(struct pmcd *d, const char *made, const char *name, const
 	struct pmc_err derr = {0};
 	int used = 0;
 
+	/* fabric_lock held: no add can take it between this check and the
+	 * disconnect (an add claims what its connect found), and no path
+	 * monitor step can bind it */
 	pthread_mutex_lock(&d->lock);
 	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)
 		used |= d->vols[i].used && !strcmp(d->vols[i].path_ctrl, made);
+	used |= !strcmp(d->claim_ctrl, made);
 	pthread_mutex_unlock(&d->lock);
 	if (used)
 		return;
@@ -303,8 +307,13 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	struct pmc_nvmf_path np = {0};
 	int rc = volume_add(d, vc, flags, &np, err);
 
+	pthread_mutex_lock(&d->fabric_lock);
+	pthread_mutex_lock(&d->lock);
+	d->claim_ctrl[0] = '\0'; /* added: the volume's path_ctrl holds it now */
+	pthread_mutex_unlock(&d->lock);
 	if (rc && np.made[0])
 		pmcd_nvmf_release(d, np.made, vc->name, "refused");
+	pthread_mutex_unlock(&d->fabric_lock);
 	return rc;
 }
 
@@ -360,7 +369,17 @@ static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsign
 	if (pmc_config_volume_is_nvmf(vc)) {
 		/* the namespace's block device; its identity is checked at attach */
 		pmc_config_nvmf_label(&vc->nvmf, label, sizeof(label));
+		/* what the connect found is claimed before anyone may
+		 * disconnect it: the path monitor releases what its own
+		 * reconnects made for volumes gone meanwhile */
+		pthread_mutex_lock(&d->fabric_lock);
 		rc = pmc_nvmf_connect(&vc->nvmf, vc->name, 10000, &np, err);
+		if (rc == 0) {
+			pthread_mutex_lock(&d->lock);
+			snprintf(d->claim_ctrl, sizeof(d->claim_ctrl), "%s", np.ctrl);
+			pthread_mutex_unlock(&d->lock);
+		}
+		pthread_mutex_unlock(&d->fabric_lock);
 		snprintf(pnp->made, sizeof(pnp->made), "%s", np.made);
 		if (rc && (flags || !d->cache))
 			return rc;
@@ -1112,6 +1131,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	pthread_mutex_init(&d->lock, NULL);
+	pthread_mutex_init(&d->fabric_lock, NULL);
 	snprintf(d->conf_path, sizeof(d->conf_path), "%s", conf);
 	if (reload_pid)
 		return reload_client(reload_pid);

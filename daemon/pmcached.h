@@ -54,6 +54,11 @@ struct pmcd {
 	/* vols[]: changed by the control worker (ctlsrv.c) under lock, read by
 	 * the loop under lock; the worker reads names without it */
 	pthread_mutex_t lock;
+	/* NVMe-oF controllers: a connect and the claim of what it found, or
+	 * the check that nobody uses a controller and its disconnect, happen
+	 * under this lock, taken before lock (never the other way) */
+	pthread_mutex_t fabric_lock;
+	char claim_ctrl[32]; /* the controller a volume add in progress uses */
 	struct pmcd_volume vols[PMCD_MAX_VOLUMES];
 	int stopping;
 	int remove_devices;		/* shutdown --remove-devices */
@@ -68,6 +73,8 @@ struct pmcd {
 /* flags: PMC_ATTACH_* (diskid.h) */
 /* disconnect the NVMe-oF controller made (a name) for volume name unless a
  * served volume's path uses it; why goes in the log line */
+/* disconnect the controller made unless a volume uses it or an add claims
+ * it; with d->fabric_lock held */
 void pmcd_nvmf_release(struct pmcd *d, const char *made, const char *name, const char *why);
 int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned flags,
 		    struct pmc_err *err);
