@@ -609,6 +609,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	if (plain_unsynced(v))
 		clean_stop = 0; /* the slot's last detach could not sync */
 	atomic_store(&v->wr_synced, 0);
+	atomic_store(&v->sync_lost, 0);
 	atomic_store(&v->wr_done, WR_GEN_FRESH + !clean_stop);
 	atomic_store(&v->plain_flying, 0);
 	apply_conf(v, vc);
@@ -824,11 +825,13 @@ void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_ca
 	 * in the disk's volatile cache, so that fills may be admitted */
 	gen = atomic_load(&v->wr_done);
 	rc = pmc_disk_sync(v->disk);
-	if (rc == 0)
+	if (rc == 0) {
 		pmc_eng_synced_advance(v, gen);
-	else
+	} else {
+		pmc_eng_sync_lost(v, gen, rc);
 		pmc_log(LOG_ERR, "volume %s: disk %s: sync failed: %s; read misses stay uncached "
 			"until a flush succeeds", v->name, v->disk->path, strerror(-rc));
+	}
 }
 
 int pmc_engine_volume_error(struct pmc_engine *e, uint32_t vol)

@@ -100,6 +100,11 @@ struct pmc_evol {
 	 * was issued; wr_synced < wr_done: not known durable */
 	atomic_uint_fast64_t wr_done;
 	atomic_uint_fast64_t wr_synced;
+	/* a sync of the engine's own (a write-back round's, set_volatile's)
+	 * failed while it covered plain writes not yet known durable: they
+	 * may be gone from the disk's cache, acknowledged; the next FLUSH
+	 * fails with this error (once), as it would have without the cache */
+	atomic_int sync_lost;
 	atomic_int plain_flying; /* plain disk writes and discards in flight */
 	atomic_int no_volatile;	/* the device promised no volatile cache: always DSYNC */
 	struct pmc_seq seq_r;	/* sequential read detection */
@@ -332,6 +337,7 @@ void pmc_eng_fg_io_leave(struct pmc_req_ctx *x, struct pmc_io *io);
 void pmc_eng_disk_write_issue(struct pmc_queue *q, struct pmc_io *io);
 void pmc_eng_retry_held(struct pmc_queue *q);
 void pmc_eng_synced_advance(struct pmc_evol *v, uint64_t gen);
+void pmc_eng_sync_lost(struct pmc_evol *v, uint64_t gen, int err);
 void pmc_eng_plain_begin(struct pmc_evol *v);
 void pmc_eng_plain_end(struct pmc_evol *v);
 int pmc_eng_fills_allowed(struct pmc_evol *v);

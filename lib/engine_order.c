@@ -258,6 +258,16 @@ void pmc_eng_synced_advance(struct pmc_evol *v, uint64_t gen)
 		;
 }
 
+/* a sync not asked by the host, covering plain writes up to gen, failed
+ * with err (negative errno): what it covered and no sync had made durable
+ * may be lost (the disk's failed flush may drop its cache), yet those
+ * writes were acknowledged; the next FLUSH reports it (ORDERING.md) */
+void pmc_eng_sync_lost(struct pmc_evol *v, uint64_t gen, int err)
+{
+	if (gen > atomic_load(&v->wr_synced))
+		atomic_store(&v->sync_lost, err < 0 ? -err : err ? err : EIO);
+}
+
 /* a plain disk write or discard of v is about to be issued */
 void pmc_eng_plain_begin(struct pmc_evol *v)
 {

@@ -218,6 +218,7 @@ static void round_synced(struct pmc_io *io, int res)
 		atomic_store(&v->backoff_ms, 0);
 		atomic_store(&v->fail_streak, 0);
 	} else {
+		pmc_eng_sync_lost(v, r->gen, res);
 		wb_failed(e, st, r, res, "write-back sync", io->epoch);
 	}
 	round_free(e, r);

@@ -599,6 +599,20 @@ void pmc_eng_start_flush(struct pmc_req_ctx *x)
 	struct pmc_evol *v = &x->q->e->vols[x->req->vol];
 
 	x->path = PMC_LAT_FLUSH;
+	/* a sync of the engine's own failed over plain writes acknowledged
+	 * before this flush: they may be lost, and this flush is the first
+	 * the host sees since (pmc_eng_sync_lost) */
+	{
+		int lost = atomic_exchange(&v->sync_lost, 0);
+
+		if (lost) {
+			STAT_ADD(&x->q->stats[x->req->vol], write_errors, 1);
+			x->pending = 1;
+			pmc_eng_set_res(x, -lost);
+			pmc_eng_sub_done(x);
+			return;
+		}
+	}
 	/* write-back data is durable in pmem; plain disk writes completed
 	 * before this flush arrived are in wr_done, and a sync issued now
 	 * covers them. Nothing to do if one issued later has finished. */

@@ -709,6 +709,40 @@ static void sc_stop_unsynced(void)
 	printf("ok: stop_unsynced\n");
 }
 
+/*
+ * A write-back round's sync covers the plain writes completed before it
+ * (flush generations). When it fails, those writes may be gone from the
+ * disk's volatile cache though acknowledged: the host's next FLUSH must
+ * fail, as it would have with no cache in between (it synced again,
+ * succeeded, and acknowledged them).
+ */
+static void sc_sync_lost(void)
+{
+	struct pmc_err err = {0};
+	struct pmc_vol_stats s;
+
+	setup(PMC_MODE_WRITE_BACK);
+	T_EQ(write_ver(20, 20, 0), 0); /* dirty in the pmem */
+	/* leaving write-back: writes go to the disk plain while it drains */
+	T_OK(pmc_engine_set_mode(g_t.e, g_v.vol, PMC_MODE_WRITE_AROUND, &err));
+	T_EQ(write_ver(5, 5, 0), 0);
+	et_vdisk_fail_next(g_d, PMC_IO_FSYNC, EIO);
+	for (int i = 0; i < 200; i++) {
+		pmc_engine_writeback_step(g_t.e, g_q);
+		poll_ms(5);
+		T_OK(pmc_engine_stats(g_t.e, g_v.vol, &s));
+		if (s.wb_errors)
+			break;
+	}
+	T_TRUE(s.wb_errors > 0);
+	T_EQ(flush(), -EIO); /* block 5's covering sync failed */
+	pmc_engine_clear_error(g_t.e, g_v.vol);
+	T_EQ(flush(), 0); /* reported once; this one synced */
+	expect_durable(5, 5, "a flush after the reported loss");
+	teardown();
+	printf("ok: sync_lost\n");
+}
+
 static atomic_int g_detached;
 
 static void *detach_main(void *arg)
@@ -782,6 +816,7 @@ static const struct {
 	{"discard_order", sc_discard_order},
 	{"discard_nodisk", sc_discard_nodisk},
 	{"stop_unsynced", sc_stop_unsynced},
+	{"sync_lost", sc_sync_lost},
 };
 
 int main(int argc, char **argv)
