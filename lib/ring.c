@@ -651,6 +651,7 @@ int pmc_ring_uring_cmd(struct pmc_ring *r, int fd, uint32_t cmd_op, const void *
 void pmc_ring_submit(struct pmc_ring *r, struct pmc_io *io)
 {
 	io->done = 0;
+	io->short_rounds = 0;
 	io->disk->ops->submit(io->disk, r, io);
 }
 
@@ -690,6 +691,9 @@ static void iov_advance(struct pmc_io *io, uint64_t n)
 
 /* one part of a split io completed (res: its bytes or -errno); 1 when
  * that was the last and io's callback ran */
+/* reissues of a split io whose parts came back short, before it fails */
+#define PMC_RING_SHORT_ROUNDS 8u
+
 static int handle_part(struct pmc_ring *r, struct pmc_io *io, int res)
 {
 	if (res == 0)
@@ -701,6 +705,11 @@ static int handle_part(struct pmc_ring *r, struct pmc_io *io, int res)
 	if (--io->parts)
 		return 0;
 	res = io->part_err;
+	/* a part short every time (its disk shrank under it: the block layer
+	 * cuts what passes the end) makes no progress: an error, as for an
+	 * io in one piece, not a reissue for ever */
+	if (!res && io->done < io->len && ++io->short_rounds > PMC_RING_SHORT_ROUNDS)
+		res = -EIO;
 	if (res == -EAGAIN || (!res && io->done < io->len)) {
 		/* a part refused or short: the whole io again */
 		if (res)

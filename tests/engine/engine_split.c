@@ -45,6 +45,7 @@ static unsigned g_parts_seen;	 /* raw completions of reads and writes */
 static int g_largest;		 /* the largest of them, bytes */
 static unsigned g_fail_at;	 /* fail the raw completion with this number (1-based) */
 static unsigned g_short_at;	 /* ... or make it short */
+static int g_short_all;		 /* make every part longer than a block short */
 static uint32_t g_lim, g_segs;	 /* the limits the disk has */
 
 static void s_submit(struct pmc_disk *d, struct pmc_ring *r, struct pmc_io *io)
@@ -64,7 +65,7 @@ static int s_complete(struct pmc_disk *d, struct pmc_io *io, int res)
 		g_largest = res;
 	if (g_fail_at && g_parts_seen == g_fail_at)
 		return -EIO;
-	if (g_short_at && g_parts_seen == g_short_at && res > (int)BS)
+	if (((g_short_at && g_parts_seen == g_short_at) || g_short_all) && res > (int)BS)
 		return res / 2 / (int)BS * (int)BS;
 	return res;
 }
@@ -355,6 +356,27 @@ int main(int argc, char **argv)
 		printf("FAIL: short: a short part did not have the whole read issued once more\n");
 		fails++;
 	}
+
+	/* short for ever (a disk shrunk under the volume: the block layer
+	 * cuts every part past its end): the read fails with EIO after a few
+	 * reissues; it was reissued whole for ever, the request hung */
+	g_parts_seen = 0;
+	g_short_all = 1;
+	{
+		int rc = et_io(t.e, q, NULL, PMC_REQ_READ, pv.vol, 1536, BIG, buf, 0);
+
+		printf("short_always: the read returned %d (%s) after %u raw completions\n", rc,
+		       strerror(-rc), g_parts_seen);
+		if (rc != -EIO || g_parts_seen > 16 * (BIG * BS / LIM)) {
+			printf("FAIL: short_always: a read whose parts are always short returned "
+			       "%d after %u raw completions, not -EIO within a few reissues\n",
+			       rc, g_parts_seen);
+			fails++;
+		}
+	}
+	g_short_all = 0;
+	et_quiesce(q, NULL);
+	pmc_engine_clear_error(t.e, pv.vol);
 
 	/* no limits: one I/O as before */
 	g_lim = 0;
