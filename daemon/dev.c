@@ -442,14 +442,32 @@ static void name_file(struct pmcd_dev *d, int create)
 		return;
 	}
 	mkdir(PMCD_RUN_DIR, 0755);
-	f = fopen(path, "w");
-	if (!f)
-		return; /* no stable name then; the device works */
-	/* line 1 the volume (the udev rule reads it); then what a takeover
-	 * compares */
-	fprintf(f, "%s\nsize=%" PRIu64 "\ndisk_id=%s\n", d->conf.name, d->conf.size,
-		d->conf.disk_id ? d->conf.disk_id : "");
-	fclose(f);
+	{
+		/* whole or not at all (a takeover reads it: a torn one would
+		 * leave the quiesced device to nobody): a new file renamed
+		 * over; a failure is said, the device works without a name */
+		char tmp[112];
+		int bad;
+
+		snprintf(tmp, sizeof(tmp), "%s.new", path);
+		f = fopen(tmp, "w");
+		if (!f) {
+			pmc_log(LOG_WARNING, "%s: %s: %s (no /dev/pmcache name, no takeover record)",
+				d->name, tmp, strerror(errno));
+			return;
+		}
+		/* line 1 the volume (the udev rule reads it); then what a
+		 * takeover compares */
+		fprintf(f, "%s\nsize=%" PRIu64 "\ndisk_id=%s\n", d->conf.name, d->conf.size,
+			d->conf.disk_id ? d->conf.disk_id : "");
+		bad = ferror(f) || fflush(f) || fsync(fileno(f));
+		bad |= fclose(f) != 0;
+		if (bad || rename(tmp, path)) {
+			pmc_log(LOG_WARNING, "%s: %s: %s (no /dev/pmcache name, no takeover record)",
+				d->name, path, strerror(errno));
+			unlink(tmp);
+		}
+	}
 }
 
 static int start_queues(struct pmcd_dev *d, struct pmc_err *err)

@@ -269,7 +269,7 @@ static void *monitor_main(void *arg)
 
 		for (unsigned i = 0; i < PMCD_MAX_VOLUMES && !atomic_load(&m->stop); i++)
 			check_volume(d, i, kicked);
-		clock_gettime(CLOCK_REALTIME, &until);
+		clock_gettime(CLOCK_MONOTONIC, &until); /* the cond's clock */
 		until.tv_sec += 1;
 		pthread_mutex_lock(&m->lock);
 		while (!atomic_load(&m->stop) && !atomic_load(&m->kick))
@@ -287,7 +287,16 @@ int pmcd_path_start(struct pmcd *d, struct pmc_err *err)
 
 	memset(m, 0, sizeof(*m));
 	pthread_mutex_init(&m->lock, NULL);
-	pthread_cond_init(&m->cond, NULL);
+	{
+		/* the wait's deadline on the monotonic clock: a wall clock set
+		 * back (NTP at boot) must not stop reconnects for as long */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&m->cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	rc = pthread_create(&m->thread, NULL, monitor_main, d);
 	if (rc)
 		return pmc_err_set(err, rc, "NVMe-oF path monitor: %s", strerror(rc));

@@ -803,17 +803,25 @@ static void reload_publish(int ok, const char *msg)
 
 	mkdir(PMCD_RUN_DIR, 0750);
 	fd = mkstemp(tmp);
-	if (fd < 0)
-		return;
-	f = fdopen(fd, "w");
+	f = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!f) {
-		close(fd);
-		unlink(tmp);
+		/* pmcached --reload then waits its 60 s and says no answer came:
+		 * the journal says why */
+		pmc_log(LOG_WARNING, "%s: %s (pmcached --reload sees no answer)", tmp,
+			strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
 		return;
 	}
 	fprintf(f, "%d %u %s %s\n", (int)getpid(), ++seq, ok ? "ok" : "fail", msg);
-	if (fclose(f) || rename(tmp, PMCD_RELOAD_FILE))
+	fd = ferror(f);
+	if (fclose(f) || fd || rename(tmp, PMCD_RELOAD_FILE)) {
+		pmc_log(LOG_WARNING, "%s: %s (pmcached --reload sees no answer)", PMCD_RELOAD_FILE,
+			strerror(errno));
 		unlink(tmp);
+	}
 }
 
 static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)

@@ -227,7 +227,8 @@ static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 			: st->v[i].dirty == PMC_STATE_BYPASSED ? "bypassed"
 							       : "dirty",
 			st->v[i].id[0] ? " " : "", st->v[i].id);
-	if (fflush(f) || fsync(fileno(f)))
+	/* a record lost to a failed write (ENOSPC) must not be renamed in */
+	if (ferror(f) || fflush(f) || fsync(fileno(f)))
 		rc = pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
 	if (fclose(f) && !rc)
 		rc = pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
