@@ -41,9 +41,13 @@ static int check_desc(struct pmc_cache *c, uint64_t b, uint64_t blk, struct pmc_
 	return 0;
 }
 
+/* per volume slot: the live blocks the index holds in each state */
+struct vol_counts {
+	uint64_t dirty, clean, lost;
+};
+
 static int check_chain(struct pmc_cache *c, uint64_t b, uint64_t *seen,
-		       struct pmc_check_report *rep, uint64_t *vol_dirty, uint64_t *vol_clean,
-		       struct pmc_err *err)
+		       struct pmc_check_report *rep, struct vol_counts *vc, struct pmc_err *err)
 {
 	uint64_t v = pmc_load64(&c->buckets[b]), len = 0;
 	int rc;
@@ -79,12 +83,13 @@ static int check_chain(struct pmc_cache *c, uint64_t b, uint64_t *seen,
 			}
 			if (pmc_load64(&d->state) == PMC_BLK_DIRTY) {
 				rep->live_dirty++;
-				vol_dirty[d->vol]++;
+				vc[d->vol].dirty++;
 			} else if (pmc_load64(&d->state) == PMC_BLK_LOST) {
 				rep->lost++;
+				vc[d->vol].lost++;
 			} else {
 				rep->live_clean++;
-				vol_clean[d->vol]++;
+				vc[d->vol].clean++;
 			}
 		} else {
 			rep->stale++;
@@ -98,19 +103,19 @@ static int check_chain(struct pmc_cache *c, uint64_t b, uint64_t *seen,
 
 int pmc_cache_check(struct pmc_cache *c, struct pmc_check_report *rep, struct pmc_err *err)
 {
-	uint64_t *seen, *vol_dirty, *vol_clean;
+	uint64_t *seen;
+	struct vol_counts *vc;
 	int rc = 0;
 
 	memset(rep, 0, sizeof(*rep));
 	seen = calloc((c->nr_blocks + 63) / 64, sizeof(*seen));
-	vol_dirty = calloc(c->max_volumes, sizeof(*vol_dirty));
-	vol_clean = calloc(c->max_volumes, sizeof(*vol_clean));
-	if (!seen || !vol_dirty || !vol_clean) {
+	vc = calloc(c->max_volumes, sizeof(*vc));
+	if (!seen || !vc) {
 		rc = pmc_err_set(err, ENOMEM, "check: out of memory");
 		goto out;
 	}
 	for (uint64_t b = 0; b <= c->bucket_mask && rc == 0; b++)
-		rc = check_chain(c, b, seen, rep, vol_dirty, vol_clean, err);
+		rc = check_chain(c, b, seen, rep, vc, err);
 	if (rc)
 		goto out;
 	for (uint64_t blk = 0; blk < c->nr_blocks; blk++) {
@@ -129,19 +134,27 @@ int pmc_cache_check(struct pmc_cache *c, struct pmc_check_report *rep, struct pm
 
 			if (pmc_cache_volume_info(c, i, &vi))
 				continue;
-			if (vi.nr_dirty != vol_dirty[i] || vi.nr_clean != vol_clean[i]) {
+			if (vi.nr_dirty != vc[i].dirty || vi.nr_clean != vc[i].clean) {
 				rc = pmc_err_set(err, EUCLEAN,
 						 "volume %s: counters say %" PRIu64 " dirty %" PRIu64
 						 " clean, the index has %" PRIu64 " and %" PRIu64,
-						 vi.name, vi.nr_dirty, vi.nr_clean, vol_dirty[i],
-						 vol_clean[i]);
+						 vi.name, vi.nr_dirty, vi.nr_clean, vc[i].dirty,
+						 vc[i].clean);
+				break;
+			}
+			/* too few, and its removal would serve the disk's older
+			 * data where reads must fail; too many hold it for ever */
+			if (vi.nr_lost != vc[i].lost) {
+				rc = pmc_err_set(err, EUCLEAN,
+						 "volume %s: counters say %" PRIu64 " lost blocks, the "
+						 "index has %" PRIu64,
+						 vi.name, vi.nr_lost, vc[i].lost);
 				break;
 			}
 		}
 	}
 out:
 	free(seen);
-	free(vol_dirty);
-	free(vol_clean);
+	free(vc);
 	return rc;
 }
