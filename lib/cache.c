@@ -600,6 +600,52 @@ int pmc_cache_volume_add_id(struct pmc_cache *c, const char *name, const char *d
 	return 0;
 }
 
+/*
+ * A new slot generation, in state (ACTIVE: the volume's disk is renewed,
+ * FREE: the volume is removed): every cached block of vol stale in one
+ * store. Under vol_lock, with no reference. Only when the volume holds no
+ * dirty or LOST block (a LOST one stands for an acknowledged write), or
+ * force: returns the dirty blocks found, *lost the LOST ones.
+ */
+static int64_t volume_next_gen(struct pmc_cache *c, uint32_t vol, uint64_t state, int force,
+			       int64_t *lost)
+{
+	struct pmc_vol *v = &c->vols[vol];
+	int64_t dirty;
+
+	if (!atomic_load(&c->counts_valid))
+		pmc_cache_recount(c);
+	for (uint32_t s = 0; s < c->nr_stripes; s++)
+		pthread_mutex_lock(&c->stripe[s]);
+	dirty = atomic_load(&c->vrt[vol].nr_dirty);
+	*lost = atomic_load(&c->vrt[vol].nr_lost);
+	if ((dirty == 0 && *lost == 0) || force) {
+		/* crash points set_id.renew and volume_remove.state: one
+		 * store. A renew does it before the new identity is recorded
+		 * (a crash between leaves the old identity: the new disk is
+		 * refused, and no blocks); a removed volume's blocks are
+		 * reclaimed lazily */
+		pmc_pmem_store8(c->pm, &v->gen_state,
+				PMC_VOL_GS(PMC_VOL_GEN(v->gen_state) + 1, state));
+		pmc_pmem_persist(c->pm, &v->gen_state, sizeof(uint64_t));
+		atomic_fetch_sub(&c->tot_dirty, dirty);
+		atomic_store(&c->vrt[vol].nr_dirty, 0);
+		atomic_store(&c->vrt[vol].nr_clean, 0);
+		atomic_store(&c->vrt[vol].nr_lost, 0);
+	}
+	for (uint32_t s = c->nr_stripes; s-- > 0;)
+		pthread_mutex_unlock(&c->stripe[s]);
+	return dirty;
+}
+
+/* the disk of vol renewed: returns the dirty and LOST blocks found */
+static int64_t volume_renew(struct pmc_cache *c, uint32_t vol, int discard_dirty)
+{
+	int64_t lost, dirty = volume_next_gen(c, vol, PMC_VOL_ACTIVE, discard_dirty, &lost);
+
+	return dirty + lost;
+}
+
 int pmc_cache_volume_remove(struct pmc_cache *c, uint32_t vol, struct pmc_err *err)
 {
 	struct pmc_vol *v;
@@ -622,22 +668,7 @@ int pmc_cache_volume_remove(struct pmc_cache *c, uint32_t vol, struct pmc_err *e
 		return pmc_err_set(err, EBUSY, "volume %s: %d references held (I/O in flight)",
 				   v->name, refs);
 	}
-	if (!atomic_load(&c->counts_valid))
-		pmc_cache_recount(c);
-	for (uint32_t s = 0; s < c->nr_stripes; s++)
-		pthread_mutex_lock(&c->stripe[s]);
-	dirty = atomic_load(&c->vrt[vol].nr_dirty);
-	lost = atomic_load(&c->vrt[vol].nr_lost);
-	if (dirty == 0 && lost == 0) {
-		/* crash point volume_remove.state: one store; the volume's
-		 * blocks turn stale at once and are reclaimed lazily */
-		pmc_pmem_store8(c->pm, &v->gen_state,
-				PMC_VOL_GS(PMC_VOL_GEN(v->gen_state) + 1, PMC_VOL_FREE));
-		pmc_pmem_persist(c->pm, &v->gen_state, sizeof(uint64_t));
-		atomic_store(&c->vrt[vol].nr_clean, 0);
-	}
-	for (uint32_t s = c->nr_stripes; s-- > 0;)
-		pthread_mutex_unlock(&c->stripe[s]);
+	dirty = volume_next_gen(c, vol, PMC_VOL_FREE, 0, &lost);
 	atomic_store(&c->vrt[vol].removing, 0);
 	pthread_mutex_unlock(&c->vol_lock);
 	if (dirty)
@@ -687,46 +718,12 @@ static void vol_id_read(const struct pmc_vol *v, struct pmc_volume_info *out)
 	memcpy(out->disk_id.text, v->disk_id, sizeof(v->disk_id));
 }
 
-/* a new slot generation: every cached block of vol stale in one store;
- * under vol_lock, with no reference. Returns the dirty and LOST blocks
- * found (a LOST one stands for an acknowledged write): dropped with them
- * only when discard_dirty */
-static int64_t volume_renew(struct pmc_cache *c, uint32_t vol, int discard_dirty)
+/* vol_lock taken on an active slot that nobody references (0), or an
+ * error and no lock */
+static int volume_lock_unused(struct pmc_cache *c, uint32_t vol, struct pmc_err *err)
 {
-	struct pmc_vol *v = &c->vols[vol];
-	int64_t dirty, lost;
-
-	if (!atomic_load(&c->counts_valid))
-		pmc_cache_recount(c);
-	for (uint32_t s = 0; s < c->nr_stripes; s++)
-		pthread_mutex_lock(&c->stripe[s]);
-	dirty = atomic_load(&c->vrt[vol].nr_dirty);
-	lost = atomic_load(&c->vrt[vol].nr_lost);
-	if ((dirty == 0 && lost == 0) || discard_dirty) {
-		/* crash point set_id.renew: a new generation makes every
-		 * block of the old disk stale in one store, before the new
-		 * identity is recorded; a crash between the two leaves the
-		 * old identity (the new disk is refused) and no blocks */
-		pmc_pmem_store8(c->pm, &v->gen_state,
-				PMC_VOL_GS(PMC_VOL_GEN(v->gen_state) + 1, PMC_VOL_ACTIVE));
-		pmc_pmem_persist(c->pm, &v->gen_state, sizeof(uint64_t));
-		atomic_fetch_sub(&c->tot_dirty, dirty);
-		atomic_store(&c->vrt[vol].nr_dirty, 0);
-		atomic_store(&c->vrt[vol].nr_clean, 0);
-		atomic_store(&c->vrt[vol].nr_lost, 0);
-	}
-	for (uint32_t s = c->nr_stripes; s-- > 0;)
-		pthread_mutex_unlock(&c->stripe[s]);
-	return dirty + lost;
-}
-
-int pmc_cache_volume_drop(struct pmc_cache *c, uint32_t vol, uint64_t *ndirty,
-			  struct pmc_err *err)
-{
-	int64_t dirty;
 	int refs;
 
-	*ndirty = 0;
 	if (c->rdonly)
 		return pmc_err_set(err, EROFS, "volume slot %u: cache is open read-only", vol);
 	pthread_mutex_lock(&c->vol_lock);
@@ -740,6 +737,19 @@ int pmc_cache_volume_drop(struct pmc_cache *c, uint32_t vol, uint64_t *ndirty,
 		return pmc_err_set(err, EBUSY, "volume %s: attached or in use (%d references)",
 				   c->vols[vol].name, refs);
 	}
+	return 0;
+}
+
+int pmc_cache_volume_drop(struct pmc_cache *c, uint32_t vol, uint64_t *ndirty,
+			  struct pmc_err *err)
+{
+	int64_t dirty;
+	int rc;
+
+	*ndirty = 0;
+	rc = volume_lock_unused(c, vol, err);
+	if (rc)
+		return rc;
 	dirty = volume_renew(c, vol, 0);
 	pthread_mutex_unlock(&c->vol_lock);
 	*ndirty = (uint64_t)dirty;
@@ -756,25 +766,15 @@ int pmc_cache_volume_set_id(struct pmc_cache *c, uint32_t vol, const struct pmc_
 	const size_t id_len = offsetof(struct pmc_vol, csum) - id_off;
 	struct pmc_vol img, *v;
 	int64_t dirty = 0;
-	int refs;
+	int rc;
 
-	if (c->rdonly)
-		return pmc_err_set(err, EROFS, "volume slot %u: cache is open read-only", vol);
 	if (!id->text[0] || strnlen(id->text, sizeof(id->text)) > PMC_DISK_ID_MAX)
 		return pmc_err_set(err, EINVAL, "volume slot %u: empty or overlong disk identity",
 				   vol);
-	pthread_mutex_lock(&c->vol_lock);
-	if (!vol_active(c, vol)) {
-		pthread_mutex_unlock(&c->vol_lock);
-		return pmc_err_set(err, ENOENT, "volume slot %u: no such volume", vol);
-	}
+	rc = volume_lock_unused(c, vol, err);
+	if (rc)
+		return rc;
 	v = &c->vols[vol];
-	refs = atomic_load(&c->vrt[vol].refs);
-	if (refs) {
-		pthread_mutex_unlock(&c->vol_lock);
-		return pmc_err_set(err, EBUSY, "volume %s: attached or in use (%d references)",
-				   v->name, refs);
-	}
 	if (renew) {
 		dirty = volume_renew(c, vol, discard_dirty);
 		if (dirty && !discard_dirty) {
