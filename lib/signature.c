@@ -10,6 +10,7 @@
 #include <blkid.h>
 
 #include "format.h"
+#include "poison.h"
 #include "signature.h"
 
 /* the first signature blkid finds in fd (or a copy of the mapping), or "" */
@@ -44,16 +45,30 @@ static int blkid_sig(blkid_probe pr, char *what, size_t len)
 /* a devdax device cannot be read(), so its head is copied to a memfd */
 int pmc_pmem_signature(const char *path, const struct pmc_pmem *pm, char *what, size_t len)
 {
-	const struct pmc_sb *sb0 = (const void *)pm->base;
-	const struct pmc_sb *sb1 = (const void *)(pm->base + PMC_SB_SLOT);
 	blkid_probe pr;
 	struct stat st;
 	int found;
 
-	if (pm->size >= 2 * PMC_SB_SLOT &&
-	    (sb0->magic == PMC_SB_MAGIC || sb1->magic == PMC_SB_MAGIC)) {
-		snprintf(what, len, "a pmcache superblock");
-		return 1;
+	if (pm->size >= 2 * PMC_SB_SLOT) {
+		/* read through the poison guard: a media error there must be
+		 * a refusal naming it, not a SIGBUS */
+		int magic = 0, unreadable = 0;
+
+		pmc_poison_init();
+		for (unsigned i = 0; i < 2; i++) {
+			uint64_t m;
+
+			if (pmc_poison_copy(&m, pm->base + (size_t)i * PMC_SB_SLOT, sizeof(m)))
+				unreadable = 1;
+			else if (m == PMC_SB_MAGIC)
+				magic = 1;
+		}
+		if (magic || unreadable) {
+			snprintf(what, len, "%s",
+				 magic ? "a pmcache superblock"
+				       : "a superblock area that cannot be read (media error)");
+			return 1;
+		}
 	}
 	if (stat(path, &st) == 0 && !S_ISCHR(st.st_mode)) {
 		pr = blkid_new_probe_from_filename(path);

@@ -2,12 +2,14 @@
  * a one-line message naming the problem and leaves the pmem untouched. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "cache.h"
 #include "format.h"
+#include "signature.h"
 #include "simpmem.h"
 #include "t.h"
 
@@ -247,6 +249,33 @@ static void format_cut_keeps_newest(void)
 	simpmem_fini(&sim);
 }
 
+/* format's signature probe over superblock lines that cannot be read (a
+ * media error; here pages of a mapping past its file's end): a refusal
+ * naming it, not a SIGBUS */
+static void signature_unreadable(void)
+{
+	char p[sizeof(path) + 8];
+	char what[128];
+	struct pmc_pmem *pm;
+	size_t len = 2 * PMC_SB_SLOT;
+	int fd;
+	void *map;
+
+	snprintf(p, sizeof(p), "%s.empty", path);
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	T_TRUE(fd >= 0);
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	T_TRUE(map != MAP_FAILED);
+	T_EQ(pmc_pmem_wrap(map, len, &simpmem_direct_ops, NULL, &pm), 0);
+	T_EQ(pmc_pmem_signature(p, pm, what, sizeof(what)), 1);
+	T_TRUE(strstr(what, "cannot be read (media error)") != NULL);
+	printf("ok: signature probe over unreadable superblocks: %s\n", what);
+	pmc_pmem_close(pm);
+	munmap(map, len);
+	close(fd);
+	unlink(p);
+}
+
 int main(void)
 {
 	struct pmc_pmem *pm;
@@ -406,6 +435,7 @@ int main(void)
 	T_ERR(pmc_pmem_open("/dev/null", 0, &pm, &err), EINVAL, "/dev/null: character device is not a devdax namespace");
 	unlink(path);
 	format_cut_keeps_newest();
+	signature_unreadable();
 	printf("PASS test_format\n");
 	return 0;
 }
