@@ -7,7 +7,8 @@
 #   1. applies it to a scratch copy of the tree (WORK/src; patch -F0, so a
 #      patch that no longer applies exactly is an error, never skipped);
 #   2. rebuilds incrementally (WORK/build: plain RelWithDebInfo, no
-#      sanitizers) the tests named in its caught-by line, and runs them;
+#      sanitizers) the tests named in its caught-by line, and runs them
+#      (up to three times: a seeded test may miss a mutant for some seeds);
 #   3. if none of them failed: rebuilds everything and runs every test of
 #      labels unit|crash (ctest --stop-on-failure): the mutant survived if
 #      all pass, and is an error if another test fails (its caught-by line
@@ -134,6 +135,17 @@ if [ $baseline = 1 ]; then
 	say "mutants: baseline: every $labels test passes ($(($(now) - t0)) s)"
 fi
 
+# the caught-by tests, run up to three times: 0 when a run failed (caught).
+# A seeded test (crash_sim draws its seed from the clock) catches some
+# mutants for most seeds, not all (index-publish-no-link-persist: 39 of
+# 41); a mutant the first run missed is not called caught elsewhere.
+caught() {
+	for _ in 1 2 3; do
+		run_tests -R "$1" || return 0
+	done
+	return 1
+}
+
 # the executable of each test, to rebuild only what the caught-by tests need
 # ("N: Test command: PATH args" comes before "  Test #N: NAME")
 declare -A exe
@@ -184,7 +196,7 @@ for p in "${patches[@]}"; do
 		say "mutant $n: ERROR: does not build (see $log)"
 		errors=$((errors + 1))
 		result=error
-	elif ! run_tests -R "$regex"; then
+	elif caught "$regex"; then
 		result="caught by $failed"
 	elif ! build; then
 		say "mutant $n: ERROR: does not build (see $log)"
