@@ -231,15 +231,6 @@ static void on_sigint(int sig)
 	stop = 1;
 }
 
-/* the exit code of a failed pmc_client_open (pmcachectl(8)) */
-static int open_exit(const struct pmc_err *err)
-{
-	return err->code == EACCES	   ? PMC_EXIT_PERM
-	       : err->code == ECONNREFUSED ? PMC_EXIT_NODAEMON
-	       : err->code == EBUSY	   ? PMC_EXIT_BUSY
-					   : PMC_EXIT_FAIL;
-}
-
 static int do_stats(struct pmc_cli_ctx *ctx, struct pmc_client *cl, const struct pmc_ctl_req *req,
 		    struct pmc_err *err)
 {
@@ -260,7 +251,7 @@ static int do_stats(struct pmc_cli_ctx *ctx, struct pmc_client *cl, const struct
 			 * for control.idle_timeout, which an interval may pass */
 			pmc_client_close(cl);
 			if (pmc_client_open(cl, ctx->socket, a->timeout_s, err))
-				return open_exit(err);
+				return pmc_cli_exit_of(err->code);
 		}
 		rc = rpc(cl, req, &o, NULL, NULL, err);
 		if (rc)
@@ -312,7 +303,7 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	req.id.kind = PMC_CTL_ID_INT;
 	req.id.num = getpid();
 	if (pmc_client_open(&cl, ctx->socket, a->timeout_s, err))
-		return open_exit(err);
+		return pmc_cli_exit_of(err->code);
 	if (a->cmd == PMC_CLI_STATS) {
 		ex = do_stats(ctx, &cl, &req, err);
 		pmc_client_close(&cl);

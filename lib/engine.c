@@ -685,16 +685,9 @@ int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc
 		if (!atomic_load(&e->c->counts_valid))
 			pmc_cache_recount(e->c);
 		pmc_cache_volume_info(e->c, vol, &vi);
-		if (vi.nr_dirty || vi.nr_lost) {
+		if (vi.nr_dirty) {
 			pthread_mutex_unlock(&e->lock);
 			pthread_mutex_unlock(&e->wb_lock);
-			if (!vi.nr_dirty)
-				return pmc_err_set(err, EBUSY,
-						   "volume %s: %" PRIu64 " blocks lost to pmem media "
-						   "errors (reads of them fail; removed, the disk's "
-						   "older data would be read there): write or discard "
-						   "them first",
-						   name, vi.nr_lost);
 			return pmc_err_set(err, EBUSY,
 					   "volume %s: %" PRIu64 " dirty blocks not yet written back",
 					   name, vi.nr_dirty);
