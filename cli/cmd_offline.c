@@ -1,6 +1,8 @@
 /* cmd_offline.c - commands that work on the pmem or the disks directly,
  * without the daemon: check, format, dump, disks. check and dump open the
- * cache read-only (PMC_OPEN_RDONLY: not a single store); format refuses a
+ * cache read-only (PMC_OPEN_RDONLY: not a single store; check --repair
+ * reopens it writable only to recount counters that disagree with a sound
+ * index); format refuses a
  * target that holds a pmcache superblock or any signature libblkid knows,
  * unless --force. All three refuse a pmem the running daemon serves.
  */
@@ -131,6 +133,60 @@ static int open_pmem(const char *path, uint64_t create, enum pmc_lock_mode mode,
 	return 0;
 }
 
+/* open the cache at path: read-only under a shared lock to check, writable
+ * under the exclusive one to repair; the exit code of a refusal, else 0 */
+static int check_open(const char *path, int writable, struct pmc_pmem **pm,
+		      struct pmc_cache **c, struct pmc_err *err)
+{
+	int rc;
+
+	if (open_pmem(path, 0, writable ? PMC_LOCK_EXCLUSIVE : PMC_LOCK_SHARED, pm, err))
+		return exit_of(err);
+	rc = pmc_cache_open(*pm, writable ? 0 : PMC_OPEN_RDONLY, c, err);
+	if (rc) {
+		pmc_pmem_close(*pm);
+		*pm = NULL;
+		return rc == -EACCES ? PMC_EXIT_PERM : PMC_EXIT_CORRUPT;
+	}
+	/* (a bad range in the metadata refused the open: a poisoned line
+	 * would end the walk with SIGBUS) */
+	return 0;
+}
+
+/*
+ * check --repair of counters a clean close kept that disagree with a sound
+ * index (the only damage a repair can undo without guessing: the index is
+ * the truth they are counted from). Under the exclusive lock the check runs
+ * again; if it still finds only counters wrong, the cache is opened
+ * writable (which records it not clean until the close, so a cut in
+ * between leaves it to the daemon's recount as after a crash), the counters
+ * are forgotten and the close counts them from the index and keeps those.
+ * Returns the volumes repaired, or the exit code of a refusal as -ex.
+ */
+static int repair_counts(const char *path, struct pmc_err *err)
+{
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	struct pmc_check_report rep;
+	int rc, ex;
+
+	if ((ex = check_open(path, 1, &pm, &c, err)))
+		return -ex;
+	rc = pmc_cache_check(c, &rep, err);
+	if (rc == 0 || rep.counts_bad == 0) {
+		/* changed since the read-only check: nothing or more than
+		 * counters; write nothing */
+		pmc_cache_abandon(c);
+		pmc_pmem_close(pm);
+		return 0;
+	}
+	pmc_cache_counts_forget(c);
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	pmc_err_clear(err);
+	return (int)rep.counts_bad;
+}
+
 int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 {
 	const char *path;
@@ -138,23 +194,29 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	struct pmc_cache *c = NULL;
 	struct pmc_check_report rep = {0};
 	struct pmc_cache_info ci;
-	int rc, ex;
+	char found[sizeof(err->msg)] = "";
+	int rc, ex, repaired = 0;
 
 	if ((ex = target(ctx, &path, err)))
 		return ex;
 	if (not_served(ctx, path, err))
 		return PMC_EXIT_BUSY;
-	if (open_pmem(path, 0, PMC_LOCK_SHARED, &pm, err))
-		return exit_of(err);
-	rc = pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, err);
-	if (rc) {
-		pmc_pmem_close(pm);
-		return rc == -EACCES ? PMC_EXIT_PERM : PMC_EXIT_CORRUPT;
-	}
-	/* (a bad range in the metadata refused the open: a poisoned line
-	 * would end the walk with SIGBUS) */
-	pmc_cache_get_info(c, &ci);
+	if ((ex = check_open(path, 0, &pm, &c, err)))
+		return ex;
 	rc = pmc_cache_check(c, &rep, err);
+	if (rc && rep.counts_bad && ctx->a->repair) {
+		snprintf(found, sizeof(found), "%s", err->msg);
+		pmc_cache_abandon(c);
+		pmc_pmem_close(pm);
+		pmc_err_clear(err);
+		repaired = repair_counts(path, err);
+		if (repaired < 0)
+			return -repaired;
+		if ((ex = check_open(path, 0, &pm, &c, err)))
+			return ex;
+		rc = pmc_cache_check(c, &rep, err);
+	}
+	pmc_cache_get_info(c, &ci);
 	if (ctx->a->json) {
 		struct json_object *o = json_object_new_object();
 
@@ -172,7 +234,9 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		json_object_object_add(o, "bad", json_object_new_uint64(rep.bad));
 		json_object_object_add(o, "max_chain", json_object_new_uint64(rep.max_chain));
 		json_object_object_add(o, "last_close_clean", json_object_new_boolean(ci.was_clean));
-		json_object_object_add(o, "repaired", json_object_new_uint64(0));
+		json_object_object_add(o, "repaired", json_object_new_uint64((uint64_t)repaired));
+		if (repaired)
+			json_object_object_add(o, "repaired_problem", json_object_new_string(found));
 		pmc_print_json(o, 0);
 		json_object_put(o);
 		ctx->printed = 1;
@@ -191,13 +255,16 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			       " blocks retired\n",
 			       rep.lost, rep.bad);
 		printf("longest hash chain %" PRIu64 "\n", rep.max_chain);
+		if (repaired)
+			printf("repaired     the counters of %d volume%s, recounted from the index "
+			       "(found: %s)\n",
+			       repaired, repaired == 1 ? "" : "s", found);
 		printf("result       %s\n", rc ? "INCONSISTENT" : "consistent");
-		if (ctx->a->repair)
-			printf("repair       nothing to repair: %s\n",
+		if (ctx->a->repair && !repaired)
+			printf("repair       nothing repaired: %s\n",
 			       rc ? "an inconsistent index is not repaired automatically; keep the "
 				    "pmem for analysis (pmcachectl dump)"
-				  : "orphans and blocks of removed volumes are reclaimed lazily, "
-				    "counters are recounted at start");
+				  : "orphans and blocks of removed volumes are reclaimed lazily");
 	}
 	pmc_cache_abandon(c);
 	pmc_pmem_close(pm);

@@ -435,6 +435,18 @@ void pmc_cache_close(struct pmc_cache *c)
 	cache_free(c);
 }
 
+void pmc_cache_counts_forget(struct pmc_cache *c)
+{
+	memset(c->counted, 0, sizeof(c->counted));
+	atomic_store(&c->counts_valid, 0);
+	atomic_store(&c->tot_dirty, 0);
+	for (uint32_t i = 0; i < c->max_volumes; i++) {
+		atomic_store(&c->vrt[i].nr_dirty, 0);
+		atomic_store(&c->vrt[i].nr_clean, 0);
+		atomic_store(&c->vrt[i].nr_lost, 0);
+	}
+}
+
 void pmc_cache_abandon(struct pmc_cache *c)
 {
 	cache_free(c);

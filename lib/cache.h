@@ -130,6 +130,12 @@ int pmc_cache_counts_snapshot(struct pmc_cache *c, uint64_t *dirty, uint64_t *cl
  * (not the data area) to recount them. Safe while I/O runs. */
 void pmc_cache_recount(struct pmc_cache *c);
 
+/* Forget the counters a clean close kept, so that pmc_cache_close()
+ * recounts them from the index and keeps those: the repair of counters
+ * that disagree with a sound index (pmcachectl check --repair). Only while
+ * nothing else uses the cache, opened writable. */
+void pmc_cache_counts_forget(struct pmc_cache *c);
+
 /* --- volumes --- */
 int pmc_cache_volume_add(struct pmc_cache *c, const char *name, const char *disk,
 			 uint64_t size_bytes, uint32_t *vol, struct pmc_err *err);

@@ -134,22 +134,26 @@ int pmc_cache_check(struct pmc_cache *c, struct pmc_check_report *rep, struct pm
 
 			if (pmc_cache_volume_info(c, i, &vi))
 				continue;
+			/* too few lost, and its removal would serve the disk's
+			 * older data where reads must fail; too many hold it for
+			 * ever. Every volume is compared (counts_bad), the first
+			 * disagreement named */
 			if (vi.nr_dirty != vc[i].dirty || vi.nr_clean != vc[i].clean) {
-				rc = pmc_err_set(err, EUCLEAN,
-						 "volume %s: counters say %" PRIu64 " dirty %" PRIu64
-						 " clean, the index has %" PRIu64 " and %" PRIu64,
-						 vi.name, vi.nr_dirty, vi.nr_clean, vc[i].dirty,
-						 vc[i].clean);
-				break;
-			}
-			/* too few, and its removal would serve the disk's older
-			 * data where reads must fail; too many hold it for ever */
-			if (vi.nr_lost != vc[i].lost) {
-				rc = pmc_err_set(err, EUCLEAN,
-						 "volume %s: counters say %" PRIu64 " lost blocks, the "
-						 "index has %" PRIu64,
-						 vi.name, vi.nr_lost, vc[i].lost);
-				break;
+				rep->counts_bad++;
+				if (!rc)
+					rc = pmc_err_set(err, EUCLEAN,
+							 "volume %s: counters say %" PRIu64
+							 " dirty %" PRIu64 " clean, the index has %"
+							 PRIu64 " and %" PRIu64,
+							 vi.name, vi.nr_dirty, vi.nr_clean,
+							 vc[i].dirty, vc[i].clean);
+			} else if (vi.nr_lost != vc[i].lost) {
+				rep->counts_bad++;
+				if (!rc)
+					rc = pmc_err_set(err, EUCLEAN,
+							 "volume %s: counters say %" PRIu64
+							 " lost blocks, the index has %" PRIu64,
+							 vi.name, vi.nr_lost, vc[i].lost);
 			}
 		}
 	}

@@ -16,6 +16,7 @@ struct pmc_check_report {
 	uint64_t lost;	  /* linked LOST: dirty data lost to a media error */
 	uint64_t bad;	  /* unlinked BAD: retired, bad media */
 	uint64_t max_chain;
+	uint32_t counts_bad; /* volumes whose kept counters disagree with the index */
 };
 
 /*
@@ -24,7 +25,10 @@ struct pmc_check_report {
  * valid state and hashes to its bucket, no key is cached twice, and (when
  * they are known) the counters match. Reads only; allocates one bit per
  * block for the duration (an offline tool, not the I/O path). Run it while
- * nothing else uses the cache. Returns 0 or -EUCLEAN with the first problem.
+ * nothing else uses the cache. Returns 0 or -EUCLEAN with the first problem;
+ * counters are compared last, so a sound index whose counters disagree
+ * returns -EUCLEAN with counts_bad > 0 (pmc_cache_counts_forget() and a
+ * close repair them).
  */
 int pmc_cache_check(struct pmc_cache *c, struct pmc_check_report *rep, struct pmc_err *err);
 
