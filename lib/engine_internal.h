@@ -31,6 +31,7 @@
 #define WB_BATCH 512u		/* candidates one write-back sweep collects */
 #define WB_KEEP_NS (50 * 1000000ull) /* steps take a sweep's candidates this long */
 #define WB_SCAN 4096u		/* descriptors (or dirty-map bits) looked at per write-back step */
+#define WB_CLOCK_SLACK_NS (1000 * 1000000ull) /* a birth further ahead of now: the clock went back */
 #define WB_REBUILD 16384u	/* descriptors the dirty-map rebuild reads per write-back step */
 #define WB_BACKOFF_MAX_MS 60000u
 #define WB_ROUND_NS (20 * 1000000ull) /* a write-back round takes writes this long at most */
@@ -203,6 +204,7 @@ struct pmc_engine {
 	 * the last full pass saw, or that pass's start if earlier; 0 unknown */
 	uint64_t wb_born_after;
 	uint64_t wb_pass_start;	/* when the current pass began (0: unknown) */
+	int wb_pass_future;	/* the current pass saw a birth ahead of the clock */
 	uint32_t wb_first_vol;	/* the next step serves this volume (or the next one) first */
 	struct wb_item *items;	/* [WB_BATCH]: the last sweep's candidates, sorted */
 	unsigned items_n;	/* ... how many */

@@ -425,8 +425,11 @@ static void wb_pass_done(struct pmc_engine *e)
 		e->wb_oldest[j] = UINT64_MAX;
 	}
 	/* every block dirty now was seen by this pass or dirtied since it
-	 * began */
-	e->wb_born_after = born;
+	 * began; a birth ahead of the clock (set back since) bounds nothing:
+	 * such a block is due, and the next pass must look again if it is
+	 * still dirty */
+	e->wb_born_after = e->wb_pass_future ? 0 : born;
+	e->wb_pass_future = 0;
 	e->wb_pass_start = now;
 }
 
@@ -450,12 +453,21 @@ static int wb_nothing_due(struct pmc_engine *e, uint64_t max_age_ns)
 	return max_age_ns > UINT64_MAX - born || now < born + max_age_ns;
 }
 
+/* a sweep's times: births are wall-clock (kept across boots), retries
+ * monotonic */
+struct wb_when {
+	uint64_t now;	/* pmc_eng_queue_now: retry_at_ns */
+	uint64_t aged;	/* pmc_now_ns - max_age: born before this, due */
+	uint64_t ahead; /* pmc_now_ns + WB_CLOCK_SLACK_NS: born after this,
+			 * stored under a clock since set back */
+};
+
 /*
  * Look at descriptor i: if it is a live dirty block, count its birth for
  * its volume's oldest age and, if it is due, add it to e->items[*n].
  * -ENOENT: not a live dirty block.
  */
-static int wb_consider(struct pmc_engine *e, uint64_t i, uint64_t now, uint64_t aged, unsigned *n)
+static int wb_consider(struct pmc_engine *e, uint64_t i, const struct wb_when *t, unsigned *n)
 {
 	struct pmc_cache *c = e->c;
 	struct pmc_desc *d = &c->descs[i];
@@ -478,11 +490,17 @@ static int wb_consider(struct pmc_engine *e, uint64_t i, uint64_t now, uint64_t 
 		return -ENOENT;
 	if (birth < e->wb_oldest[vol])
 		e->wb_oldest[vol] = birth;
-	if (!vol_eligible(e, vol, now))
+	/* a birth more than a step ahead of the clock: stored under a clock
+	 * since set back. Its age is unknown: due now, or it would wait for as
+	 * long as the clock went back, however small max_age_ms */
+	if (birth > t->ahead)
+		e->wb_pass_future = 1;
+	if (!vol_eligible(e, vol, t->now))
 		return 0;
 	if (!(e->wb_active ||
 	      (e->wb_force && (e->wb_force_vol == UINT32_MAX || e->wb_force_vol == vol)) ||
-	      atomic_load(&e->vols[vol].draining) || (birth < aged && birth)))
+	      atomic_load(&e->vols[vol].draining) || (birth < t->aged && birth) ||
+	      birth > t->ahead))
 		return 0;
 	e->items[*n].vol = vol;
 	e->items[*n].lba = lba;
@@ -492,7 +510,7 @@ static int wb_consider(struct pmc_engine *e, uint64_t i, uint64_t now, uint64_t 
 }
 
 /* until the dirty map is complete: sweep part of the descriptor table */
-static unsigned wb_sweep_descs(struct pmc_engine *e, uint64_t now, uint64_t aged, unsigned want)
+static unsigned wb_sweep_descs(struct pmc_engine *e, const struct wb_when *t, unsigned want)
 {
 	struct pmc_cache *c = e->c;
 	unsigned n = 0;
@@ -505,14 +523,14 @@ static unsigned wb_sweep_descs(struct pmc_engine *e, uint64_t now, uint64_t aged
 			wb_pass_done(e);
 			e->wb_swept = 0;
 		}
-		wb_consider(e, i, now, aged, &n);
+		wb_consider(e, i, t, &n);
 	}
 	return n;
 }
 
 /* walk the dirty map from the cursor: at most WB_SCAN marked blocks and
  * one wrap per step */
-static unsigned wb_sweep_map(struct pmc_engine *e, uint64_t now, uint64_t aged, unsigned want)
+static unsigned wb_sweep_map(struct pmc_engine *e, const struct wb_when *t, unsigned want)
 {
 	struct pmc_cache *c = e->c;
 	unsigned n = 0, wraps = 0;
@@ -529,7 +547,7 @@ static unsigned wb_sweep_map(struct pmc_engine *e, uint64_t now, uint64_t aged, 
 		}
 		e->wb_cursor = blk + 1;
 		k++;
-		if (wb_consider(e, blk, now, aged, &n))
+		if (wb_consider(e, blk, t, &n))
 			pmc_cache_dirty_forget(c, blk); /* checked under its lock */
 	}
 	return n;
@@ -546,6 +564,7 @@ static void wb_rebuild(struct pmc_engine *e)
 	e->wb_swept = 0;
 	e->wb_pass_start = pmc_now_ns();
 	e->wb_born_after = 0;
+	e->wb_pass_future = 0;
 	for (uint32_t j = 0; j < e->c->max_volumes; j++)
 		e->wb_oldest[j] = UINT64_MAX;
 }
@@ -553,11 +572,12 @@ static void wb_rebuild(struct pmc_engine *e)
 /* find write-back candidates */
 static unsigned wb_sweep(struct pmc_engine *e, uint64_t now, uint64_t max_age_ns, unsigned want)
 {
-	uint64_t aged = pmc_now_ns() - max_age_ns; /* born before this: due */
+	uint64_t rt = pmc_now_ns();
+	struct wb_when t = {.now = now, .aged = rt - max_age_ns, .ahead = rt + WB_CLOCK_SLACK_NS};
 
 	if (e->wb_map)
-		return wb_sweep_map(e, now, aged, want);
-	return wb_sweep_descs(e, now, aged, want);
+		return wb_sweep_map(e, &t, want);
+	return wb_sweep_descs(e, &t, want);
 }
 
 /*

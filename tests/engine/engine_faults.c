@@ -1759,6 +1759,56 @@ static void sc_wb_pace(void)
 	teardown();
 }
 
+/*
+ * Births are wall-clock times, kept across boots: blocks stored under a
+ * clock an hour ahead, then set back (a wrong clock at boot that NTP
+ * corrects) were not due by age for that hour, however small max_age_ms,
+ * so their data stayed only in the pmem. They are due at once now; blocks
+ * born under the right clock still wait for their age.
+ */
+static void sc_wb_clock_back(void)
+{
+	struct pmc_wb_conf wb;
+	struct pmc_volume_info vi;
+	struct et_vol *a = &g_v[0];
+	enum pmc_block_state st;
+	uint64_t w0, blk;
+
+	pmc_wb_conf_default(&wb);
+	wb.high_pct = 100; /* below the watermark throughout: only age makes blocks due */
+	wb.low_pct = 90;
+	wb.max_age_ms = 600000;
+	wb.max_io_bytes = BS;
+	setup("wb_clock_back", 256, 1, 4096, &wb, NULL);
+	g_no_steps = 1;
+	for (uint64_t k = 0; k < 10; k++)
+		T_EQ(write_ver(a, k * 2, 1, 1, 0), 0);
+	for (uint64_t k = 0; k < 8; k++) {
+		struct pmc_desc *d;
+
+		T_OK(pmc_cache_lookup_pin(g_t.c, a->vol, k * 2, &blk, &st));
+		pmc_cache_unpin(g_t.c, blk);
+		d = &g_t.c->descs[blk];
+		d->birth_ns += 3600ull * 1000000000ull;
+		d->csum = pmc_desc_csum(d);
+		pmc_pmem_persist(pmc_cache_pmem(g_t.c), d, sizeof(*d));
+	}
+	w0 = g_f[0].submits[PMC_IO_WRITE];
+	for (int k = 0; k < 50; k++) {
+		et_run(g_t.e, g_q, g_q, 100);
+		T_OK(pmc_cache_volume_info(g_t.c, a->vol, &vi));
+		if (vi.nr_dirty <= 2)
+			break;
+	}
+	et_run(g_t.e, g_q, g_q, 200); /* and no more */
+	et_quiesce(g_q, NULL);
+	T_OK(pmc_cache_volume_info(g_t.c, a->vol, &vi));
+	T_EQ(vi.nr_dirty, 2);
+	T_EQ(g_f[0].submits[PMC_IO_WRITE] - w0, 8);
+	et_flush_all(&g_t, g_q, NULL);
+	teardown();
+}
+
 static void sc_refusals(void)
 {
 	struct pmc_wb_conf wb;
@@ -2286,6 +2336,7 @@ static const struct {
     {"wb_race", sc_wb_race},	     {"durable", sc_durable},
     {"wb_sync", sc_wb_sync},	     {"wb_sync_fail", sc_wb_sync_fail},
     {"seq_bypass", sc_seq_bypass},   {"wb_pace", sc_wb_pace},
+    {"wb_clock_back", sc_wb_clock_back},
     {"stale_error", sc_stale_error}, {"wb_batch", sc_wb_batch},
     {"wb_corrupt", sc_wb_corrupt},   {"idx_corrupt", sc_idx_corrupt},
 };
