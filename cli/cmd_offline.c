@@ -273,25 +273,21 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 
 static int format_at(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err *err);
 
-/* a format that fails leaves no file it created (--size): the retry with
- * another size would be refused by the one left */
 int pmc_cmd_format(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 {
 	const char *path;
-	struct stat st;
-	int ex, created;
+	int ex;
 
 	if ((ex = target(ctx, &path, err)))
 		return ex;
 	if (not_served(ctx, path, err))
 		return PMC_EXIT_BUSY;
-	created = ctx->a->size && stat(path, &st) != 0 && errno == ENOENT;
-	ex = format_at(ctx, path, err);
-	if (ex && created)
-		unlink(path);
-	return ex;
+	return format_at(ctx, path, err);
 }
 
+/* a format that fails leaves no file it created (--size: the retry with
+ * another size would be refused by the one left), and never removes one
+ * another process made meanwhile (pmc_pmem_discard) */
 static int format_at(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err *err)
 {
 	const struct pmc_cli_args *a = ctx->a;
@@ -307,22 +303,22 @@ static int format_at(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err *
 		return exit_of(err);
 	rc = pmc_pmem_signature(path, pm, what, sizeof(what));
 	if (rc < 0) {
-		pmc_pmem_close(pm);
+		pmc_pmem_discard(pm);
 		pmc_err_set(err, -rc, "%s: cannot probe for signatures: %s", path, strerror(-rc));
 		return PMC_EXIT_FAIL;
 	}
 	if (rc > 0 && !a->force) {
-		pmc_pmem_close(pm);
+		pmc_pmem_discard(pm);
 		pmc_err_set(err, EEXIST, "%s: holds %s; not formatted (--force overwrites it)", path,
 			    what);
 		return PMC_EXIT_SIGNATURE;
 	}
 	if (pmc_cache_format(pm, &opts, err)) {
-		pmc_pmem_close(pm);
+		pmc_pmem_discard(pm);
 		return exit_of(err);
 	}
 	if (pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, err)) {
-		pmc_pmem_close(pm);
+		pmc_pmem_discard(pm);
 		return PMC_EXIT_FAIL;
 	}
 	pmc_cache_get_info(c, &ci);

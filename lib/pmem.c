@@ -154,6 +154,16 @@ static int device_id(struct pmc_pmem *pm)
 	return rc;
 }
 
+/* remove the file this open created, if it is still the one at its path */
+static void unlink_ours(struct pmc_pmem *pm)
+{
+	struct stat a, b;
+
+	if (pm->fd >= 0 && fstat(pm->fd, &a) == 0 && lstat(pm->path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		unlink(pm->path);
+}
+
 static int open_map(const char *path, uint64_t create_size, int ro, struct pmc_pmem **out,
 		    struct pmc_err *err)
 {
@@ -171,8 +181,16 @@ static int open_map(const char *path, uint64_t create_size, int ro, struct pmc_p
 		goto err_free;
 	}
 	snprintf(pm->path, sizeof(pm->path), "%s", path);
-	pm->fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC | (create_size ? O_CREAT : 0),
-		      0600);
+	/* created only when this open makes the file: a file another process
+	 * creates meanwhile is opened as found, never counted as ours */
+	if (create_size && !ro) {
+		pm->fd = open(path, O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, 0600);
+		pm->created = pm->fd >= 0;
+		if (pm->fd < 0 && errno == EEXIST)
+			pm->fd = open(path, O_RDWR | O_CLOEXEC);
+	} else {
+		pm->fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	}
 	if (pm->fd < 0) {
 		rc = pmc_err_set(err, errno, "pmem %s: cannot open: %s", path, strerror(errno));
 		goto err_free;
@@ -251,6 +269,8 @@ static int open_map(const char *path, uint64_t create_size, int ro, struct pmc_p
 err_source:
 	pmem2_source_delete(&pm->src);
 err_close:
+	if (pm->created)
+		unlink_ours(pm);
 	close(pm->fd);
 err_free:
 	free(fns);
@@ -286,6 +306,13 @@ int pmc_pmem_wrap(void *base, uint64_t size, const struct pmc_pmem_ops *ops, voi
 	snprintf(pm->path, sizeof(pm->path), "(buffer)");
 	*out = pm;
 	return 0;
+}
+
+void pmc_pmem_discard(struct pmc_pmem *pm)
+{
+	if (pm && pm->created)
+		unlink_ours(pm);
+	pmc_pmem_close(pm);
 }
 
 void pmc_pmem_close(struct pmc_pmem *pm)

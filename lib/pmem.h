@@ -51,6 +51,7 @@ struct pmc_pmem {
 	int copy_flushes;	    /* ops->copy leaves its range flushed (libpmem2's
 				     * non-temporal or flushing memcpy) */
 	int is_devdax;		    /* 1 for a character device (devdax) */
+	int created;		    /* this open created the file (create_size) */
 	char path[256];		    /* for messages */
 	/* libpmem2 objects; NULL for a wrapped buffer */
 	struct pmem2_map *map;
@@ -85,6 +86,13 @@ int pmc_pmem_wrap(void *base, uint64_t size, const struct pmc_pmem_ops *ops, voi
 
 /* Unmap and free; NULL is fine. Does not persist anything. */
 void pmc_pmem_close(struct pmc_pmem *pm);
+
+/* pmc_pmem_close(), and remove the file if this open created it and it is
+ * still the file at its path (a failed format --size leaves no file of
+ * its own; never one another process created or put there meanwhile).
+ * Only under the exclusive lock: a process that opened the new file
+ * before the lock was taken may be using it. */
+void pmc_pmem_discard(struct pmc_pmem *pm);
 
 const char *pmc_pmem_gran_name(enum pmc_pmem_gran g);
 

@@ -276,6 +276,45 @@ static void signature_unreadable(void)
 	unlink(p);
 }
 
+/*
+ * pmc_pmem_discard (a failed format --size) removes only a file its open
+ * created and that is still the one at the path: not one that was there
+ * already, nor one another process put in its place meanwhile (the format
+ * removed whatever was at the path when it had found none before).
+ */
+static void discard_only_ours(uint64_t size)
+{
+	char other[300];
+	struct pmc_pmem *pm;
+	struct stat st;
+	int fd;
+
+	/* there already: kept */
+	T_OK(pmc_pmem_open(path, size, &pm, &err));
+	T_EQ(pm->created, 0);
+	pmc_pmem_discard(pm);
+	T_OK(stat(path, &st));
+	/* created, then replaced by another file: the other one is kept */
+	T_OK(unlink(path));
+	T_OK(pmc_pmem_open(path, size, &pm, &err));
+	T_EQ(pm->created, 1);
+	snprintf(other, sizeof(other), "%s.other", path);
+	fd = open(other, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	T_TRUE(fd >= 0 && write(fd, "x", 1) == 1);
+	close(fd);
+	T_OK(rename(other, path));
+	pmc_pmem_discard(pm);
+	T_TRUE(stat(path, &st) == 0 && st.st_size == 1);
+	/* created and still there: removed */
+	T_OK(unlink(path));
+	T_OK(pmc_pmem_open(path, size, &pm, &err));
+	pmc_pmem_discard(pm);
+	T_TRUE(stat(path, &st) != 0 && errno == ENOENT);
+	/* the blank file the tests below start from */
+	T_OK(pmc_pmem_open(path, size, &pm, &err));
+	pmc_pmem_close(pm);
+}
+
 int main(void)
 {
 	struct pmc_pmem *pm;
@@ -291,7 +330,9 @@ int main(void)
 	unlink(path);
 	T_OK(pmc_pmem_open(path, size, &pm, &err));
 	T_EQ(pm->size, size);
+	T_EQ(pm->created, 1);
 	pmc_pmem_close(pm);
+	discard_only_ours(size);
 	refused(ENODATA, "no pmcache superblock (blank");
 
 	/* foreign data at the start */
