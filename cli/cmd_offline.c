@@ -372,6 +372,7 @@ static struct json_object *sb_json(const struct pmc_sb *s)
 
 #define U(f) json_object_object_add(o, #f, json_object_new_uint64(s->f))
 	json_object_object_add(o, "magic_ok", json_object_new_boolean(s->magic == PMC_SB_MAGIC));
+	json_object_object_add(o, "csum_ok", json_object_new_boolean(s->csum == pmc_sb_csum(s)));
 	U(major);
 	U(minor);
 	U(compat);
@@ -438,9 +439,19 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			continue;
 		}
 		json_object_array_add(sbs, sb_json(s));
-		if (s->magic == PMC_SB_MAGIC && (!sb || s->seq > sb->seq))
+		/* the tables of the newest copy whose checksum holds (the one
+		 * an open takes, unless its geometry is wrong); of the newest
+		 * with the magic only when no checksum holds */
+		if (s->magic != PMC_SB_MAGIC)
+			continue;
+		if (s->csum == pmc_sb_csum(s) &&
+		    (!sb || sb->csum != pmc_sb_csum(sb) || s->seq > sb->seq))
+			sb = s;
+		else if (s->csum != pmc_sb_csum(s) && (!sb || (sb->csum != pmc_sb_csum(sb) &&
+							       s->seq > sb->seq)))
 			sb = s;
 	}
+
 	/* a bad range in the metadata: no table is walked (a poisoned line
 	 * would end the dump with SIGBUS). The open refused one below the
 	 * accepted superblock's data area; when the open failed, no copy's
@@ -465,10 +476,14 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	if (rc)
 		json_object_object_add(o, "problem", json_object_new_string(err->msg));
 	json_object_object_add(o, "superblocks", sbs);
+	if (sb)
+		json_object_object_add(o, "tables_of_copy",
+				       json_object_new_uint64(
+					       (uint64_t)((const char *)sb - pm->base) / PMC_SB_SLOT));
 	vols = json_object_new_array();
 	descs = json_object_new_array();
-	/* the tables of the newest copy with the magic, when they lie inside
-	 * the pmem at aligned offsets (a damaged copy may say anything) */
+	/* the tables of that copy, when they lie inside the pmem at aligned
+	 * offsets (a damaged copy may say anything) */
 	if (sb && !bad_meta && sb->vol_off <= pm->size && sb->vol_off % 8 == 0 &&
 	    sb->max_volumes <= 4096 &&
 	    sb->vol_off + (uint64_t)sb->max_volumes * sizeof(struct pmc_vol) <= pm->size) {
@@ -578,7 +593,11 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 				row[7] = json_object_get_string(json_object_object_get(v, "uuid"));
 				pmc_tab_row(&t, row);
 			}
-			printf("\nvolume table (%zu slot%s shown)\n", t.rows, t.rows == 1 ? "" : "s");
+			printf("\nvolume table (%zu slot%s shown", t.rows, t.rows == 1 ? "" : "s");
+			if (sb)
+				printf(", of superblock copy %u",
+				       (unsigned)(((const char *)sb - pm->base) / PMC_SB_SLOT));
+			printf(")\n");
 			if (t.rows)
 				pmc_tab_print(&t, stdout);
 			pmc_tab_free(&t);

@@ -85,7 +85,6 @@ struct pmc_geom {
 };
 int pmc_geom_compute(uint64_t pmem_size, uint32_t block_size, uint32_t max_volumes,
 		     struct pmc_geom *g, struct pmc_err *err);
-uint32_t pmc_sb_csum(const struct pmc_sb *sb);
 /* 1.1: bytes 8..167; 1.0: bytes 8..231 */
 uint32_t pmc_vol_csum(const struct pmc_vol *v);
 uint32_t pmc_vol_csum_v10(const struct pmc_vol *v);

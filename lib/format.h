@@ -180,4 +180,7 @@ PMC_ASSERT_OFF(pmc_desc, hint, 56);
 _Static_assert(sizeof(pmc_bucket_t) == 8, "bucket size");
 _Static_assert(2 * PMC_SB_SLOT <= PMC_VOL_OFF, "superblocks overlap the volume table");
 
+/* crc32 of a superblock copy up to its csum field (lib/super.c) */
+uint32_t pmc_sb_csum(const struct pmc_sb *sb);
+
 #endif
