@@ -65,7 +65,9 @@ struct pmc_seq {
 };
 
 struct pmc_evol {
-	struct pmc_disk *disk;	/* NULL: not attached */
+	/* NULL: not attached. Atomic: attach and detach store it under e->lock,
+	 * write-back and the queues read it under other locks or none */
+	struct pmc_disk *_Atomic disk;
 	int attached_once;	/* attached in this process (under e->lock) */
 	char disk_id[PMC_DISK_ID_MAX + 1]; /* its disk's identity, "" unknown (e->lock) */
 	/* the slot's counters when this volume was attached (a slot reused
