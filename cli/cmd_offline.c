@@ -133,20 +133,26 @@ static int open_pmem(const char *path, uint64_t create, enum pmc_lock_mode mode,
 	return 0;
 }
 
-/* open the cache at path: read-only under a shared lock to check, writable
- * under the exclusive one to repair; the exit code of a refusal, else 0 */
-static int check_open(const char *path, int writable, struct pmc_pmem **pm,
-		      struct pmc_cache **c, struct pmc_err *err)
+/* the exit code of a refused pmc_cache_open */
+static int open_exit(int rc)
+{
+	return rc == -EACCES ? PMC_EXIT_PERM : PMC_EXIT_CORRUPT;
+}
+
+/* open the cache at path read-only, under a shared lock; the exit code of
+ * a refusal, else 0 */
+static int check_open(const char *path, struct pmc_pmem **pm, struct pmc_cache **c,
+		      struct pmc_err *err)
 {
 	int rc;
 
-	if (open_pmem(path, 0, writable ? PMC_LOCK_EXCLUSIVE : PMC_LOCK_SHARED, pm, err))
+	if (open_pmem(path, 0, PMC_LOCK_SHARED, pm, err))
 		return exit_of(err);
-	rc = pmc_cache_open(*pm, writable ? 0 : PMC_OPEN_RDONLY, c, err);
+	rc = pmc_cache_open(*pm, PMC_OPEN_RDONLY, c, err);
 	if (rc) {
 		pmc_pmem_close(*pm);
 		*pm = NULL;
-		return rc == -EACCES ? PMC_EXIT_PERM : PMC_EXIT_CORRUPT;
+		return open_exit(rc);
 	}
 	/* (a bad range in the metadata refused the open: a poisoned line
 	 * would end the walk with SIGBUS) */
@@ -157,33 +163,42 @@ static int check_open(const char *path, int writable, struct pmc_pmem **pm,
  * check --repair of counters a clean close kept that disagree with a sound
  * index (the only damage a repair can undo without guessing: the index is
  * the truth they are counted from). Under the exclusive lock the check runs
- * again; if it still finds only counters wrong, the cache is opened
- * writable (which records it not clean until the close, so a cut in
- * between leaves it to the daemon's recount as after a crash), the counters
- * are forgotten and the close counts them from the index and keeps those.
- * Returns the volumes repaired, or the exit code of a refusal as -ex.
+ * again on a read-only open; only if it still finds counters alone wrong is
+ * the cache opened writable (which records it not clean until the close, so
+ * a cut in between leaves it to the daemon's recount as after a crash), the
+ * counters forgotten and the close counts them from the index and keeps
+ * those. Returns the volumes repaired, or the exit code of a refusal as -ex.
  */
 static int repair_counts(const char *path, struct pmc_err *err)
 {
 	struct pmc_pmem *pm;
 	struct pmc_cache *c;
 	struct pmc_check_report rep;
-	int rc, ex;
+	int rc;
 
-	if ((ex = check_open(path, 1, &pm, &c, err)))
-		return -ex;
-	rc = pmc_cache_check(c, &rep, err);
-	if (rc == 0 || rep.counts_bad == 0) {
-		/* changed since the read-only check: nothing or more than
-		 * counters; write nothing */
+	if (open_pmem(path, 0, PMC_LOCK_EXCLUSIVE, &pm, err))
+		return -exit_of(err);
+	rc = pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, err);
+	if (rc == 0) {
+		rc = pmc_cache_check(c, &rep, err);
 		pmc_cache_abandon(c);
+		/* changed since the shared check: nothing or more than
+		 * counters wrong; nothing written */
+		if (rc == 0 || rep.counts_bad == 0) {
+			pmc_pmem_close(pm);
+			pmc_err_clear(err);
+			return 0;
+		}
+		pmc_err_clear(err);
+		rc = pmc_cache_open(pm, 0, &c, err);
+	}
+	if (rc) {
 		pmc_pmem_close(pm);
-		return 0;
+		return -open_exit(rc);
 	}
 	pmc_cache_counts_forget(c);
 	pmc_cache_close(c);
 	pmc_pmem_close(pm);
-	pmc_err_clear(err);
 	return (int)rep.counts_bad;
 }
 
@@ -201,7 +216,7 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		return ex;
 	if (not_served(ctx, path, err))
 		return PMC_EXIT_BUSY;
-	if ((ex = check_open(path, 0, &pm, &c, err)))
+	if ((ex = check_open(path, &pm, &c, err)))
 		return ex;
 	rc = pmc_cache_check(c, &rep, err);
 	if (rc && rep.counts_bad && ctx->a->repair) {
@@ -212,7 +227,7 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		repaired = repair_counts(path, err);
 		if (repaired < 0)
 			return -repaired;
-		if ((ex = check_open(path, 0, &pm, &c, err)))
+		if ((ex = check_open(path, &pm, &c, err)))
 			return ex;
 		rc = pmc_cache_check(c, &rep, err);
 	}

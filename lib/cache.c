@@ -265,11 +265,20 @@ static int media_check(struct pmc_cache *c, struct pmc_err *err)
 			"pmem %s: unsafe shutdown (count %" PRIu64 " -> %" PRIu64 "): checking the "
 			"whole metadata before serving",
 			pm->path, c->sb.pmem_usc, pm->usc);
-		if (pmc_cache_check(c, &rep, &cerr))
+		rc = pmc_cache_check(c, &rep, &cerr);
+		/* counters kept at a clean close that disagree with a sound
+		 * index (their lines lost, or written by an older build):
+		 * counted again from the index, as after a crash */
+		if (rc && rep.counts_bad) {
+			pmc_log(LOG_WARNING, "pmem %s: %s: the counters are recounted", pm->path,
+				cerr.msg);
+			pmc_cache_counts_forget(c);
+		} else if (rc) {
 			return pmc_err_set(err, EUCLEAN,
 					   "pmem %s: after an unsafe shutdown the metadata check "
 					   "failed: %s",
 					   pm->path, cerr.msg);
+		}
 	}
 	rc = pmc_cache_badblocks(c, err);
 	if (rc)
