@@ -362,7 +362,9 @@ int pmc_cache_open(struct pmc_pmem *pm, unsigned flags, struct pmc_cache **out,
 		cache_free(c);
 		return rc;
 	}
-	if (c->was_clean && clean_counts_agree(c)) {
+	/* the kept lost counts are of the session that closed last only if
+	 * it wrote lost_epoch (an older build kept both as they were) */
+	if (c->was_clean && clean_counts_agree(c) && sb.lost_epoch == (uint32_t)sb.boot_epoch) {
 		for (uint32_t i = 0; i < c->max_volumes; i++) {
 			if (PMC_VOL_STATE(c->vols[i].gen_state) != PMC_VOL_ACTIVE)
 				continue;
@@ -436,6 +438,7 @@ void pmc_cache_close(struct pmc_cache *c)
 		}
 		pmc_pmem_drain(pm);
 		c->sb.clean = 1;
+		c->sb.lost_epoch = (uint32_t)c->sb.boot_epoch;
 		c->sb.clean_nr_dirty = dirty;
 		c->sb.clean_nr_clean = clean;
 		c->sb.open_time_ns = pmc_now_ns();

@@ -54,7 +54,7 @@ struct pmc_sb {
 	uint64_t data_off;	 /* 120 multiple of PMC_DATA_ALIGN */
 	uint64_t boot_epoch;	 /* 128 bumped by every read-write open */
 	uint32_t clean;		 /* 136 1: closed cleanly, counters valid */
-	uint32_t reserved0;	 /* 140 zero */
+	uint32_t lost_epoch;	 /* 140 low 32 bits of boot_epoch when clean_nr_lost was kept */
 	uint64_t format_time_ns; /* 144 CLOCK_REALTIME at format */
 	uint64_t open_time_ns;	 /* 152 CLOCK_REALTIME at the last open/close */
 	uint64_t clean_nr_dirty; /* 160 linked dirty blocks at clean close */
@@ -139,7 +139,7 @@ PMC_ASSERT_OFF(pmc_sb, index_off, 112);
 PMC_ASSERT_OFF(pmc_sb, data_off, 120);
 PMC_ASSERT_OFF(pmc_sb, boot_epoch, 128);
 PMC_ASSERT_OFF(pmc_sb, clean, 136);
-PMC_ASSERT_OFF(pmc_sb, reserved0, 140);
+PMC_ASSERT_OFF(pmc_sb, lost_epoch, 140);
 PMC_ASSERT_OFF(pmc_sb, format_time_ns, 144);
 PMC_ASSERT_OFF(pmc_sb, open_time_ns, 152);
 PMC_ASSERT_OFF(pmc_sb, clean_nr_dirty, 160);

@@ -30,7 +30,7 @@ static struct field fields[] = {
 	F("## Superblock", pmc_sb, nr_buckets), F("## Superblock", pmc_sb, vol_off),
 	F("## Superblock", pmc_sb, desc_off), F("## Superblock", pmc_sb, index_off),
 	F("## Superblock", pmc_sb, data_off), F("## Superblock", pmc_sb, boot_epoch),
-	F("## Superblock", pmc_sb, clean), F("## Superblock", pmc_sb, reserved0),
+	F("## Superblock", pmc_sb, clean), F("## Superblock", pmc_sb, lost_epoch),
 	F("## Superblock", pmc_sb, format_time_ns), F("## Superblock", pmc_sb, open_time_ns),
 	F("## Superblock", pmc_sb, clean_nr_dirty), F("## Superblock", pmc_sb, clean_nr_clean),
 	F("## Superblock", pmc_sb, pmem_usc), F("## Superblock", pmc_sb, pmem_id),

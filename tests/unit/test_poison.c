@@ -217,6 +217,66 @@ static void lost_counts(void)
 	       "until replaced\n");
 }
 
+/*
+ * The LOST counts a clean close keeps are trusted only if that close wrote
+ * lost_epoch: a build that knew both as reserved bytes kept them as they
+ * were, so after its session a count could be wrong either way (here: one
+ * LOST block it replaced still counted, so the volume could never be
+ * removed; the other way round, removed with a LOST block in it).
+ */
+static void lost_epoch(void)
+{
+	char path[256], *buf = aligned_alloc(BS, BS);
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct pmc_volume_info vi;
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	struct pmc_vol *vols;
+	struct pmc_sb *sb[PMC_SB_COPIES];
+	enum pmc_block_state st;
+	uint32_t v, kept_epoch;
+	unsigned n;
+	uint64_t x;
+
+	snprintf(path, sizeof(path), "%s/pmc-lost-epoch-%d.pmem", tmp, getpid());
+	t_cache_new(path, 64, &pm, &c, &v);
+	memset(buf, 7, BS);
+	T_OK(pmc_cache_write(c, v, 3, 1, buf, &err));
+	T_OK(pmc_cache_lookup_pin(c, v, 3, &x, &st));
+	pmc_cache_unpin(c, x);
+	T_OK(pmc_cache_quarantine(c, v, 3, x, NULL));
+	pmc_cache_close(c);
+	/* the older build's session: a new epoch, the LOST block replaced */
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_TRUE(vi.counts_valid && vi.nr_lost == 1);
+	kept_epoch = c->sb.lost_epoch;
+	vols = c->vols;
+	T_OK(pmc_cache_write(c, v, 3, 1, buf, &err));
+	pmc_cache_close(c);
+	/* ... whose close left clean_nr_lost and lost_epoch as they were */
+	vols[v].clean_nr_lost = 1;
+	pmc_pmem_persist(pm, &vols[v], sizeof(vols[v]));
+	for (unsigned i = 0; i < PMC_SB_COPIES; i++)
+		sb[i] = (struct pmc_sb *)(pm->base + (uint64_t)i * PMC_SB_SLOT);
+	n = sb[0]->seq > sb[1]->seq ? 0 : 1;
+	T_TRUE(sb[n]->lost_epoch != kept_epoch);
+	sb[n]->lost_epoch = kept_epoch;
+	sb[n]->csum = pmc_sb_csum(sb[n]);
+	pmc_pmem_persist(pm, sb[n], sizeof(*sb[n]));
+	T_OK(pmc_cache_open(pm, 0, &c, &err));
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_EQ(vi.counts_valid, 0);
+	pmc_cache_recount(c);
+	T_OK(pmc_cache_volume_info(c, v, &vi));
+	T_TRUE(vi.counts_valid && vi.nr_lost == 0 && vi.nr_dirty == 1);
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	unlink(path);
+	free(buf);
+	printf("ok: LOST counts kept by an older build's close are recounted\n");
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -413,6 +473,7 @@ int main(void)
 	stale_poison();
 	lost_orphan();
 	lost_counts();
+	lost_epoch();
 	printf("PASS pmem_poison\n");
 	return 0;
 }
