@@ -1013,6 +1013,12 @@ static int start(struct pmcd *d, struct pmc_err *err)
 			    pmc_state_dirty_names(d->state, names, sizeof(names))) {
 				pmc_uuid_str(su, was, sizeof(was));
 				pmc_uuid_str(ci.uuid, now, sizeof(now));
+				pmc_log(LOG_NOTICE,
+					"if cache %s is lost: remove %s, and leave %s out of the "
+					"configuration until added with pmcachectl volume add "
+					"--replace-disk --discard-dirty (this cache's copies of them "
+					"are older than their disks)",
+					was, path, names);
 				return pmc_err_set(err, EEXIST,
 						   "pmem %s is cache %s; state file %s says cache "
 						   "%s holds acknowledged writes of %s: set "

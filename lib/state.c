@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "log.h"
 #include "state.h"
 
 #define MAX_VOLS 4096
@@ -369,18 +371,34 @@ int pmc_state_rebuild(struct pmc_state *st, struct pmc_cache *c, struct pmc_err 
 	struct pmc_cache_info ci;
 	struct pmc_volume_info vi;
 	uint8_t was[16], zero[16] = {0};
-	int rc;
+	int rc, none;
 
 	pmc_cache_get_info(c, &ci);
 	pmc_state_uuid(st, was);
 	if (!memcmp(was, ci.uuid, 16))
 		return 0;
+	none = !memcmp(was, zero, 16);
+	if (none)
+		pmc_cache_recount(c); /* (nothing to do once counted) */
 	/* the disks were served through the other cache since this one last
-	 * ran (or its file was lost): what this one holds is older than they
-	 * are. A crash before the new uuid is saved leaves this to redo */
-	for (uint32_t i = 0; memcmp(was, zero, 16) && i < ci.max_volumes; i++) {
+	 * ran: what this one holds is older than they are. With no file (lost,
+	 * or removed as pmcached's refusal says) the history is unknown: a
+	 * volume with nothing dirty here loses only its clean copies, which may
+	 * be older than its disk; one with dirty blocks keeps them as its
+	 * newest data (refusing it would strand acknowledged writes) and is
+	 * named. A crash before the new uuid is saved leaves this to redo */
+	for (uint32_t i = 0; i < ci.max_volumes; i++) {
 		if (pmc_cache_volume_info(c, i, &vi))
 			continue;
+		if (none && (vi.nr_dirty || vi.nr_lost)) {
+			pmc_log(LOG_WARNING,
+				"state file %s: none for this cache: volume %s keeps its %" PRIu64
+				" dirty blocks here as its newest data (if its disk was served "
+				"through another cache since, leave it out of the configuration "
+				"and add it with volume add --replace-disk --discard-dirty)",
+				st->path, vi.name, vi.nr_dirty + vi.nr_lost);
+			continue;
+		}
 		rc = pmc_state_record(st, vi.name, PMC_STATE_BYPASSED,
 				      vi.id_state == 1 ? vi.disk_id.text : NULL, err);
 		if (rc)
