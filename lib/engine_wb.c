@@ -198,6 +198,10 @@ static void round_synced(struct pmc_io *io, int res)
 	if (res == 0) {
 		pmc_eng_synced_advance(v, r->gen);
 		round_mark_clean(e, r);
+	} else {
+		/* first: a host FLUSH from now on, or one whose sync is in
+		 * flight, must fail (pmc_eng_start_flush, simple_done) */
+		pmc_eng_sync_lost(v, r->gen, res);
 	}
 	pthread_mutex_lock(&e->wb_lock);
 	v->wb_busy--;
@@ -218,7 +222,6 @@ static void round_synced(struct pmc_io *io, int res)
 		atomic_store(&v->backoff_ms, 0);
 		atomic_store(&v->fail_streak, 0);
 	} else {
-		pmc_eng_sync_lost(v, r->gen, res);
 		wb_failed(e, st, r, res, "write-back sync", io->epoch);
 	}
 	round_free(e, r);

@@ -562,8 +562,19 @@ static void simple_done(struct pmc_io *io, int res)
 	}
 	/* what completed before the sync was issued is durable now; after a
 	 * failure nothing is known durable: the next flush syncs again */
-	if (!res && req->op == PMC_REQ_FLUSH)
-		pmc_eng_synced_advance(v, x->gen);
+	if (!res && req->op == PMC_REQ_FLUSH) {
+		/* a sync of the engine's own that failed while this one was in
+		 * flight: the plain writes it covered may be lost whatever this
+		 * one says (pmc_eng_sync_lost) */
+		int lost = atomic_exchange(&v->sync_lost, 0);
+
+		if (lost) {
+			STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
+			pmc_eng_set_res(x, -lost);
+		} else {
+			pmc_eng_synced_advance(v, x->gen);
+		}
+	}
 	if (res) {
 		pmc_eng_volume_failed(x->q->e, req->vol, res,
 				      req->op == PMC_REQ_FLUSH ? "flush" : "discard", io->epoch);

@@ -743,6 +743,43 @@ static void sc_sync_lost(void)
 	printf("ok: sync_lost\n");
 }
 
+/*
+ * The engine's own sync fails while a host FLUSH's sync is in flight (the
+ * FLUSH began before the latch was set): the FLUSH's sync succeeds, but
+ * the plain writes the failed one covered may be lost all the same, so the
+ * FLUSH completes with the error (it was acknowledged: the latch then
+ * failed a later, unrelated FLUSH instead).
+ */
+static void sc_sync_lost_inflight(void)
+{
+	struct pmc_err err = {0};
+	struct pmc_vol_stats s;
+	struct et_req r;
+
+	setup(PMC_MODE_WRITE_BACK);
+	T_EQ(write_ver(20, 20, 0), 0); /* dirty in the pmem */
+	T_OK(pmc_engine_set_mode(g_t.e, g_v.vol, PMC_MODE_WRITE_AROUND, &err));
+	T_EQ(write_ver(5, 5, 0), 0); /* plain, not yet synced */
+	et_vdisk_delay_next(g_d, PMC_IO_FSYNC, 300000000ull);
+	et_submit(g_q, &r, PMC_REQ_FLUSH, g_v.vol, 0, 0, NULL, 0);
+	et_vdisk_fail_next(g_d, PMC_IO_FSYNC, EIO);
+	for (int i = 0; i < 200 && !r.done; i++) {
+		pmc_engine_writeback_step(g_t.e, g_q);
+		pmc_queue_poll(g_q, 0, 0);
+		T_OK(pmc_engine_stats(g_t.e, g_v.vol, &s));
+		if (s.wb_errors)
+			break;
+		poll_ms(1);
+	}
+	T_TRUE(s.wb_errors > 0 && !r.done); /* the round's sync failed first */
+	wait_req(&r, "the flush whose sync was in flight");
+	T_EQ(r.res, -EIO);
+	pmc_engine_clear_error(g_t.e, g_v.vol);
+	T_EQ(flush(), 0); /* reported once */
+	teardown();
+	printf("ok: sync_lost_inflight\n");
+}
+
 static atomic_int g_detached;
 
 static void *detach_main(void *arg)
@@ -817,6 +854,7 @@ static const struct {
 	{"discard_nodisk", sc_discard_nodisk},
 	{"stop_unsynced", sc_stop_unsynced},
 	{"sync_lost", sc_sync_lost},
+	{"sync_lost_inflight", sc_sync_lost_inflight},
 };
 
 int main(int argc, char **argv)
