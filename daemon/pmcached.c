@@ -119,6 +119,14 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 
 	if (stat(c->pmem_path, &st) != 0 || (S_ISREG(st.st_mode) && st.st_size == 0))
 		create = c->pmem_size;
+	/* a devdax namespace that did not appear is not a file to make: one
+	 * under /dev lives in RAM (devtmpfs), and a cache there loses every
+	 * acknowledged write at the next power cut */
+	if (create && !strncmp(c->pmem_path, "/dev/", 5) && strncmp(c->pmem_path, "/dev/shm/", 9))
+		return pmc_err_set(err, ENODEV,
+				   "pmem %s: no such device (pmem.size makes a pmem file only "
+				   "outside /dev: is the namespace there, in devdax mode?)",
+				   c->pmem_path);
 	rc = pmc_pmem_open(c->pmem_path, create, &d->pm, err);
 	if (rc)
 		return rc;

@@ -78,7 +78,8 @@ const struct pmc_config_key pmc_config_table[] = {
      .align = 4 * KIB,
      .unit = "bytes",
      .doc = "0: use the device or file as it is; a file that does not exist, or is empty, is "
-	    "made this size; ignored for a devdax device and for a file that is not empty"},
+	    "made this size (never under /dev, except /dev/shm: a missing device is refused); "
+	    "ignored for a devdax device and for a file that is not empty"},
     {.key = "pmem.format",
      TOP(pmem_format),
      .type = PMC_CONFIG_T_WORD,

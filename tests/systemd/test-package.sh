@@ -77,6 +77,24 @@ out=$(timeout 60 "$pmcached" -c "$tmp/swap.conf" 2>&1)
 echo "$out" | grep -q "pmem $tmp/pmem: blank: formatting a new cache" &&
 	echo "ok: if-blank formats a blank pmem" || bad "if-blank on a blank file: $out"
 
+# a devdax path that is not there, with pmem.size set: refused, no file
+# made (one under /dev lives in RAM: the cache would lose every
+# acknowledged write at a power cut)
+dax=/dev/pmc-test-no-dax-$$
+cat >"$tmp/nodax.conf" <<EOC
+pmem = { path = "$dax"; size = "16M"; };
+state_dir = "$tmp/state-nodax";
+control = { socket = "$tmp/pmcached.sock"; };
+volumes = ( { name = "v0"; disk = "$tmp/no-such-disk"; } );
+EOC
+out=$(timeout 60 "$pmcached" -c "$tmp/nodax.conf" 2>&1)
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && [ ! -e "$dax" ] &&
+	echo "$out" | grep -q "pmem $dax: no such device (pmem.size makes a pmem file only outside /dev" &&
+	echo "ok: a missing device under /dev is not made a file: $(echo "$out" | grep "no such device")" ||
+	bad "pmem.size with a missing $dax: exit $rc: $out; $(ls -l "$dax" 2>&1)"
+rm -f "$dax"
+
 # a state file of another cache that records a volume dirty: that cache
 # holds its acknowledged writes, so this pmem (another cache) is refused,
 # naming both, and the file is kept; with nothing dirty it is rebuilt
