@@ -130,6 +130,7 @@ struct ctlsrv {
 	struct job *running;	/* owned by the loop; the worker runs it */
 	int done;		/* the worker finished running */
 	int stop;
+	int exited;		/* the worker returned (lock) */
 	ev_async job_done;
 	ev_timer job_tick;
 };
@@ -170,8 +171,13 @@ static void conn_close(struct conn *c)
 	ev_timer_stop(loop, &c->kick);
 	close(c->fd);
 	c->fd = -1;
+	/* the operation goes on without its client, but a flush: it may
+	 * never end while the devices are written, and holds off every other
+	 * operation meanwhile (pmcachectl flush, interrupted, cancels it) */
+	if (c->job && c->job->req.cmd == PMC_CTL_FLUSH && s->d->e)
+		pmc_engine_flush_cancel(s->d->e);
 	if (c->job)
-		c->job->c = NULL; /* the operation goes on without its client */
+		c->job->c = NULL;
 	c->job = NULL;
 	for (struct conn **pp = &s->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -753,6 +759,7 @@ static void *worker_main(void *arg)
 		s->done = 1;
 		ev_async_send(d->loop, &s->job_done);
 	}
+	s->exited = 1;
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
@@ -1417,6 +1424,19 @@ void pmcd_ctlsrv_stop(struct pmcd *d)
 	if (s->running)
 		pmc_log(LOG_NOTICE, "control: waiting for %s to finish",
 			pmc_ctl_cmd_name(s->running->req.cmd));
+	/* ... but not a flush (its own, or a removal's): with the devices
+	 * still written, nothing dirty may never come, and the stop would
+	 * wait until systemd kills it, leaving the cache as after a crash.
+	 * Cancelled until the worker is out: one may begin after a cancel */
+	for (int out = !s->worker_started; !out;) {
+		if (d->e)
+			pmc_engine_flush_cancel(d->e);
+		pthread_mutex_lock(&s->lock);
+		out = s->exited;
+		pthread_mutex_unlock(&s->lock);
+		if (!out)
+			usleep(20000);
+	}
 	if (s->worker_started)
 		pthread_join(s->worker, NULL);
 	free(s->running);

@@ -214,6 +214,12 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 			 void (*progress)(uint64_t left, void *arg), void *arg,
 			 struct pmc_err *err);
 
+/* Make a pmc_engine_flush_all running now (on any thread) return -ECANCELED
+ * soon, naming the dirty blocks left; its write-back writes in flight
+ * complete in its queue's later polls. A flush that starts after this call
+ * is not cancelled. */
+void pmc_engine_flush_cancel(struct pmc_engine *e);
+
 /* --- statistics (stats.h) --- */
 struct pmc_vol_stats;
 /* one volume, or the whole cache with vol = UINT32_MAX */

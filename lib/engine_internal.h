@@ -190,6 +190,7 @@ struct pmc_engine {
 	pthread_mutex_t dw_lock;
 	struct wb_io *wb_flying;
 	atomic_int wb_seal_asked; /* a held disk write waits for write-back: seal its rounds */
+	atomic_uint flush_cancel; /* bumped by pmc_engine_flush_cancel */
 	struct pmc_req_ctx *around_flying; /* write-around and discard requests */
 	struct pmc_req_ctx *fg_flying;	   /* requests with disk writes held or in flight */
 	uint64_t dw_seq;		   /* order of foreground disk writes (dw_lock) */

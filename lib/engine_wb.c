@@ -946,13 +946,18 @@ int pmc_engine_wb_rebuilding(struct pmc_engine *e)
 	return e->c && !pmc_cache_dirty_rebuild(e->c, 0);
 }
 
+void pmc_engine_flush_cancel(struct pmc_engine *e)
+{
+	atomic_fetch_add(&e->flush_cancel, 1);
+}
+
 int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol,
 			 void (*progress)(uint64_t left, void *arg), void *arg,
 			 struct pmc_err *err)
 {
 	uint64_t last_left = UINT64_MAX;
 	unsigned stalled = 0;
-	unsigned *streak0;
+	unsigned *streak0, cancel0 = atomic_load(&e->flush_cancel);
 	int rc = 0;
 
 	if (vol != UINT32_MAX && !pmc_eng_evol(e, vol))
@@ -1005,6 +1010,14 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 			progress(left, arg);
 		if (left == 0 && pmc_queue_busy(q) == 0)
 			break;
+		/* cancelled (pmcached's stop, its client gone): with writers
+		 * running, nothing dirty may never come */
+		if (atomic_load(&e->flush_cancel) != cancel0) {
+			rc = pmc_err_set(err, ECANCELED,
+					 "flush cancelled; %" PRIu64 " dirty blocks stay in the cache",
+					 left);
+			break;
+		}
 		/* a block that cannot be written back: its dirty data stays;
 		 * the flush fails once the others are written (nothing moved
 		 * for a while, nothing in flight) */
@@ -1048,7 +1061,9 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 	pthread_mutex_lock(&e->wb_lock);
 	rounds_seal(e, q, 0, 1);
 	pthread_mutex_unlock(&e->wb_lock);
-	while (pmc_queue_busy(q))
+	/* cancelled: what is in flight completes in the caller's later polls
+	 * (a hung disk would keep it here) */
+	while (pmc_queue_busy(q) && rc != -ECANCELED)
 		pmc_queue_poll(q, 1, 10000000ull);
 	pthread_mutex_lock(&e->wb_lock);
 	e->wb_force = 0;

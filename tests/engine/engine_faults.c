@@ -1809,6 +1809,51 @@ static void sc_wb_clock_back(void)
 	teardown();
 }
 
+static void *cancel_later(void *arg)
+{
+	usleep(200000);
+	pmc_engine_flush_cancel(arg);
+	return NULL;
+}
+
+/*
+ * A flush that cannot finish soon (its disk's writes take 2 s each; with
+ * writers on the device, nothing dirty may never come) is cancelled from
+ * another thread, as pmcached's stop and a vanished client do: it returns
+ * at once, naming what stays dirty, and a flush after it writes back all.
+ */
+static void sc_flush_cancel(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *a = &g_v[0];
+	pthread_t th;
+	uint64_t t0, ms;
+	int rc;
+
+	pmc_wb_conf_default(&wb);
+	wb.max_io_bytes = BS;
+	setup("flush_cancel", 256, 1, 4096, &wb, NULL);
+	g_no_steps = 1;
+	for (uint64_t k = 0; k < 16; k++)
+		T_EQ(write_ver(a, k * 2, 1, 1, 0), 0);
+	g_f[0].delay_writes = 1000;
+	g_f[0].delay_ns = 2000000000ull;
+	T_EQ(pthread_create(&th, NULL, cancel_later, g_t.e), 0);
+	t0 = pmc_mono_ns();
+	rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
+	ms = (pmc_mono_ns() - t0) / 1000000;
+	T_EQ(pthread_join(th, NULL), 0);
+	T_EQ(rc, -ECANCELED);
+	T_TRUE(strstr(err.msg, "flush cancelled;") && strstr(err.msg, "dirty blocks stay"));
+	if (ms > 1500)
+		T_FAIL("the cancelled flush returned after %" PRIu64 " ms", ms);
+	pmc_err_clear(&err);
+	g_f[0].delay_writes = 0;
+	et_flush_all(&g_t, g_q, NULL);
+	expect_engine(a, 0, 1, &(uint64_t){1}, 1, "after the cancelled flush");
+	teardown();
+}
+
 static void sc_refusals(void)
 {
 	struct pmc_wb_conf wb;
@@ -2337,6 +2382,7 @@ static const struct {
     {"wb_sync", sc_wb_sync},	     {"wb_sync_fail", sc_wb_sync_fail},
     {"seq_bypass", sc_seq_bypass},   {"wb_pace", sc_wb_pace},
     {"wb_clock_back", sc_wb_clock_back},
+    {"flush_cancel", sc_flush_cancel},
     {"stale_error", sc_stale_error}, {"wb_batch", sc_wb_batch},
     {"wb_corrupt", sc_wb_corrupt},   {"idx_corrupt", sc_idx_corrupt},
 };
