@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "nvmf.h"
 
 static void copy_str(char *dst, size_t len, const char *src)
@@ -372,7 +373,9 @@ static int connect_discovered(nvme_root_t r, nvme_host_t h, const struct pmc_con
 			    strerror(rc));
 disconnect:
 	free(log);
-	nvme_disconnect_ctrl(dc);
+	if (nvme_disconnect_ctrl(dc))
+		pmc_log(LOG_WARNING, "%s: the discovery controller %s stays connected: %s", label,
+			nvme_ctrl_get_name(dc), strerror(errno));
 	return -rc;
 }
 

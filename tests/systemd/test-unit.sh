@@ -42,7 +42,14 @@ grep -q CAP_SYS_MODULE "$unit" && bad "the unit keeps CAP_SYS_MODULE"
 # NVMe/TCP connects open their kernel sockets in the daemon's namespace
 grep -Eq '^PrivateNetwork=yes' "$unit" && bad "PrivateNetwork=yes breaks the daemon's NVMe/TCP connects"
 grep -q modprobe "$unit" && bad "the unit runs modprobe"
-grep -Eq '^ReadWritePaths=' "$unit" && bad "fixed ReadWritePaths= break a state_dir or socket elsewhere"
+# a state_dir or socket is wherever the configuration puts it: no fixed
+# writable paths for them (ProtectSystem=full leaves them writable); the
+# one fixed path is sysfs's NVMe-oF controllers, which the disconnects
+# write under ProtectKernelTunables=yes
+rw=$(grep -E '^ReadWritePaths=' "$unit")
+[ "$rw" = "ReadWritePaths=-/sys/devices/virtual/nvme-fabrics" ] &&
+	echo "ok: ReadWritePaths= only for the NVMe-oF disconnects" ||
+	bad "ReadWritePaths= lines: '$rw' (want only -/sys/devices/virtual/nvme-fabrics)"
 grep -qx ublk_drv "$src/systemd/modules-load.conf" && echo "ok: modules-load.d loads ublk_drv" ||
 	bad "systemd/modules-load.conf does not name ublk_drv"
 
