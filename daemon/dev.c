@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "dev.h"
+#include "lock.h"
 #include "log.h"
 #include "ring.h"
 
@@ -450,7 +451,7 @@ static void name_file(struct pmcd_dev *d, int create)
 		int bad;
 
 		snprintf(tmp, sizeof(tmp), "%s.new", path);
-		f = fopen(tmp, "w");
+		f = pmc_fopen_new(tmp, 0644);
 		if (!f) {
 			pmc_log(LOG_WARNING, "%s: %s: %s (no /dev/pmcache name, no takeover record)",
 				d->name, tmp, strerror(errno));

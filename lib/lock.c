@@ -120,6 +120,47 @@ static pid_t read_pid(int fd)
 	return (pid_t)atol(buf);
 }
 
+int pmc_open_new(const char *path, int rw, mode_t mode)
+{
+	struct stat st;
+	/* O_NONBLOCK: a FIFO planted at path does not hang the open */
+	int fd = open(path, (rw ? O_RDWR : O_WRONLY) | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK,
+		      mode);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+FILE *pmc_fopen_new(const char *path, mode_t mode)
+{
+	int fd = pmc_open_new(path, 0, mode);
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, 0) != 0 || !(f = fdopen(fd, "w"))) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return NULL;
+	}
+	return f;
+}
+
 int pmc_pidfile_take(const char *path, int *out, pid_t *holder, struct pmc_err *err)
 {
 	char buf[32];
@@ -132,9 +173,12 @@ int pmc_pidfile_take(const char *path, int *out, pid_t *holder, struct pmc_err *
 	/* a lock on a file another process unlinked meanwhile is no lock:
 	 * retry until the locked file is the one at path */
 	for (int tries = 0; tries < 10; tries++) {
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		fd = pmc_open_new(path, 1, 0644);
 		if (fd < 0)
-			return pmc_err_set(err, errno, "pid file %s: %s", path, strerror(errno));
+			return pmc_err_set(err, errno, "pid file %s: %s", path,
+					   errno == ELOOP    ? "a symbolic link; refused"
+					   : errno == EINVAL ? "not a regular file; refused"
+							     : strerror(errno));
 		if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
 			int e = errno;
 			pid_t pid = read_pid(fd);

@@ -12,6 +12,7 @@
 #define PMC_LOCK_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -43,6 +44,16 @@ void pmc_proc_name(pid_t pid, char *buf, size_t len);
  */
 int pmc_pidfile_take(const char *path, int *fd, pid_t *holder, struct pmc_err *err);
 void pmc_pidfile_release(const char *path, int fd);
+
+/*
+ * Open path to write (rw: and read), as root may in a directory others
+ * could write: created with mode if missing, never through a symbolic link
+ * at path (ELOOP), and only a regular file (else EINVAL); not truncated.
+ * -1 with errno set. pmc_fopen_new: the same, truncated, as a stdio stream
+ * ("w"), NULL with errno set.
+ */
+int pmc_open_new(const char *path, int rw, mode_t mode);
+FILE *pmc_fopen_new(const char *path, mode_t mode);
 
 /* the pid file that goes with a control socket: ".sock" becomes ".pid",
  * anything else gets ".pid" appended */

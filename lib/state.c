@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "lock.h"
 #include "log.h"
 #include "state.h"
 
@@ -112,7 +113,7 @@ int pmc_state_open(const char *path, struct pmc_state **out, struct pmc_err *err
 		char lk[PATH_MAX];
 
 		snprintf(lk, sizeof(lk), "%s.lock", path);
-		st->lock_fd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		st->lock_fd = pmc_open_new(lk, 1, 0600);
 		if (st->lock_fd < 0)
 			rc = pmc_err_set(err, errno, "state file %s: %s", lk, strerror(errno));
 		else if (flock(st->lock_fd, LOCK_EX | LOCK_NB))
@@ -216,7 +217,7 @@ static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 	int fd, rc = 0;
 
 	snprintf(tmp, sizeof(tmp), "%s.new", st->path);
-	f = fopen(tmp, "w");
+	f = pmc_fopen_new(tmp, 0600);
 	if (!f)
 		return pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
 	fprintf(f, "pmcache-state 1 ");

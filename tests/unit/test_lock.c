@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +111,29 @@ int main(void)
 	T_TRUE(access(pidf, F_OK) != 0);
 	T_OK(pmc_pidfile_take(pidf, &fd, &who, &err));
 	pmc_pidfile_release(pidf, fd);
+
+	/* root writes the pid file in the socket's directory: a symbolic link
+	 * or a FIFO planted there is refused, its target left as it was (it
+	 * was truncated to the pid, or the open hung) */
+	{
+		char target[300];
+		struct stat st;
+		FILE *f;
+
+		snprintf(target, sizeof(target), "%s/precious", dir);
+		f = fopen(target, "w");
+		T_TRUE(f && fputs("keep me\n", f) >= 0);
+		fclose(f);
+		T_TRUE(symlink(target, pidf) == 0);
+		T_ERR(pmc_pidfile_take(pidf, &fd, &who, &err), ELOOP, "a symbolic link; refused");
+		T_TRUE(stat(target, &st) == 0 && st.st_size == 8);
+		T_TRUE(pmc_fopen_new(pidf, 0644) == NULL && errno == ELOOP);
+		T_TRUE(stat(target, &st) == 0 && st.st_size == 8);
+		T_TRUE(unlink(pidf) == 0 && mkfifo(pidf, 0600) == 0);
+		T_ERR(pmc_pidfile_take(pidf, &fd, &who, &err), EINVAL, "not a regular file; refused");
+		T_TRUE(unlink(pidf) == 0 && unlink(target) == 0);
+		printf("ok: a symbolic link or FIFO at the pid file's path is refused\n");
+	}
 
 	/* a short write of the pid (here the file size limit: two bytes) is
 	 * an error, not a success without the lock (it set no errno) */
