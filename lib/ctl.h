@@ -21,7 +21,8 @@
  *   closes the connection. A reply line is at most PMC_CTL_MAX_REPLY
  *   (4 MiB). Lines are UTF-8 without NUL bytes (not even as \u0000 in a
  *   string). Requests nest no deeper than PMC_CTL_MAX_DEPTH.
- *   The daemon serves 64 connections at most, the last one kept for root;
+ *   The daemon serves 64 connections at most, the last 8 kept for
+ *   control.admin_group and root, the last one of them for root;
  *   a connection over the limit gets one EBUSY line ("daemon busy") and is
  *   closed. It stops reading a client that leaves 256 KiB of replies
  *   unread, drops one that leaves 4.25 MiB, and closes a connection idle
