@@ -958,17 +958,27 @@ static void warn_unlisted(struct pmcd *d)
 	for (uint32_t i = 0; i < ci.max_volumes; i++) {
 		unsigned j = 0;
 
-		if (pmc_cache_volume_info(d->cache, i, &vi) || !vi.counts_valid ||
-		    (!vi.nr_dirty && !vi.nr_lost))
+		if (pmc_cache_volume_info(d->cache, i, &vi) ||
+		    (vi.counts_valid && !vi.nr_dirty && !vi.nr_lost))
 			continue;
 		while (j < d->conf.nr_volumes && strcmp(d->conf.volumes[j].name, vi.name))
 			j++;
 		if (j < d->conf.nr_volumes)
 			continue;
-		pmc_log(LOG_WARNING,
-			"volume %s: %" PRIu64 " dirty blocks in the pmem, but the configuration does "
-			"not list it: its disk %s lacks those writes until it is served again",
-			vi.name, vi.nr_dirty + vi.nr_lost, vi.disk);
+		/* after a crash the counts come later (write-back's recount):
+		 * the warning cannot wait for them */
+		if (!vi.counts_valid)
+			pmc_log(LOG_WARNING,
+				"volume %s: in the pmem, but the configuration does not list it, "
+				"and after a crash its dirty blocks are not counted yet: if it "
+				"has any, its disk %s lacks those writes until it is served again",
+				vi.name, vi.disk);
+		else
+			pmc_log(LOG_WARNING,
+				"volume %s: %" PRIu64 " dirty blocks in the pmem (%" PRIu64 " of "
+				"them lost to media errors), but the configuration does not list "
+				"it: its disk %s lacks those writes until it is served again",
+				vi.name, vi.nr_dirty + vi.nr_lost, vi.nr_lost, vi.disk);
 	}
 }
 
