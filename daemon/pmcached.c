@@ -52,6 +52,7 @@ static void usage(FILE *f)
 		   "                      print the result; exit 1 if it applied not all of it\n");
 }
 
+/* 1 when it made dir itself, 0 when it was there, or -errno */
 static int mkdir_p(const char *dir)
 {
 	char buf[PATH_MAX];
@@ -67,9 +68,9 @@ static int mkdir_p(const char *dir)
 			*p = '/';
 		}
 	}
-	if (mkdir(buf, 0755) && errno != EEXIST)
-		return -errno;
-	return 0;
+	if (mkdir(buf, 0755) == 0)
+		return 1;
+	return errno == EEXIST ? 0 : -errno;
 }
 
 /*
@@ -193,7 +194,7 @@ static int take_pidfile(struct pmcd *d, struct pmc_err *err)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
-		mkdir_p(dir);
+		d->sock_dir_made = mkdir_p(dir) == 1;
 	}
 	return pmc_pidfile_take(d->pid_path, &d->pid_fd, NULL, err);
 }
@@ -919,19 +920,27 @@ static int run_dir_share(struct pmcd *d, struct pmc_err *err)
 	const char *name = d->conf.control_group[0] ? d->conf.control_group
 						    : d->conf.control_admin_group;
 	const char *key = d->conf.control_group[0] ? "control.group" : "control.admin_group";
-	size_t n = strlen(PMCD_RUN_DIR);
+	char dir[sizeof(d->pid_path)], *slash;
 	struct group *g;
 
-	if (!name[0] || strncmp(sock, PMCD_RUN_DIR "/", n + 1) || strchr(sock + n + 1, '/'))
+	/* /run/pmcache (the unit's RuntimeDirectory), or a directory the
+	 * daemon made for the socket itself (0700 under the unit's umask: the
+	 * group could never reach the socket); others are the operator's */
+	snprintf(dir, sizeof(dir), "%s", sock);
+	slash = strrchr(dir, '/');
+	if (!name[0] || !slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (strcmp(dir, PMCD_RUN_DIR) && !d->sock_dir_made)
 		return 0;
 	g = getgrnam(name);
 	if (!g)
 		return pmc_err_set(err, ENOENT, "%s: no group named %s", key, name);
-	if (mkdir(PMCD_RUN_DIR, 0750) && errno != EEXIST)
-		return pmc_err_set(err, errno, "%s: %s", PMCD_RUN_DIR, strerror(errno));
-	if (chown(PMCD_RUN_DIR, 0, g->gr_gid) || chmod(PMCD_RUN_DIR, 0750))
-		return pmc_err_set(err, errno, "%s: cannot give it to group %s: %s", PMCD_RUN_DIR,
-				   name, strerror(errno));
+	if (mkdir(dir, 0750) && errno != EEXIST)
+		return pmc_err_set(err, errno, "%s: %s", dir, strerror(errno));
+	if (chown(dir, 0, g->gr_gid) || chmod(dir, 0750))
+		return pmc_err_set(err, errno, "%s: cannot give it to group %s: %s", dir, name,
+				   strerror(errno));
 	return 0;
 }
 

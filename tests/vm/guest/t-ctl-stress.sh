@@ -11,7 +11,9 @@ PATH=/host/bin:$PATH
 SECS=${1:-40}
 CONF=/tmp/pmcached.conf
 LOG=/host/out/pmcached.log
-SOCK=/tmp/pmcached.sock
+# a socket directory the daemon makes itself, under the unit's umask: it
+# gives it to control.group (it stayed 0700, and members got EACCES)
+SOCK=/tmp/pmcsock/pmcached.sock
 GID=900
 
 DAX=$(setup_devdax) || { bad "devdax: $DAX"; exit 1; }
@@ -27,8 +29,14 @@ queues = { count = 2; depth = 64; };
 volumes = ( { name = "vol0"; disk = "$D0"; mode = "write-back"; ublk_id = 0; } );
 EOC
 : >"$LOG"
+rm -rf /tmp/pmcsock
+umask 077
 pmcached_start "$CONF" "$LOG" || { bad "pmcached did not start"; cat "$LOG"; exit 1; }
+umask 022
 ok "pmcached ready (pid $PID)"
+[ "$(stat -c '%a %G' /tmp/pmcsock)" = "750 pmcctl" ] &&
+	ok "the socket directory it made: $(stat -c '%a %U:%G' /tmp/pmcsock)" ||
+	bad "the socket directory it made: $(stat -c '%a %U:%G' /tmp/pmcsock)"
 # volume add: block devices matching control.allowed_disks only
 refused() { # WHAT PATTERN ARGS...: pmcachectl ARGS fails saying PATTERN
 	_w=$1 _p=$2
