@@ -999,7 +999,7 @@ static int start(struct pmcd *d, struct pmc_err *err)
 	int rc;
 
 	rc = mkdir_p(c->state_dir);
-	if (rc)
+	if (rc < 0)
 		return pmc_err_set(err, -rc, "state directory %s: %s", c->state_dir, strerror(-rc));
 	snprintf(path, sizeof(path), "%s/volumes.state", c->state_dir);
 	/* the pmem first: its lock names the pmcached that holds it */
