@@ -31,6 +31,7 @@ struct pmc_state {
 	struct state_rec {
 		char name[PMC_VOLUME_NAME_MAX + 1];
 		int dirty; /* PMC_STATE_*, or STATE_UNKNOWN */
+		int asked; /* STATE_UNKNOWN: the value whose save may not be durable */
 		char id[PMC_DISK_ID_MAX + 1]; /* its disk's identity, "" unknown */
 	} v[MAX_VOLS]; /* in the order of their last change */
 };
@@ -157,9 +158,19 @@ int pmc_state_get(struct pmc_state *st, const char *volume)
 	int rc = -ENOENT;
 
 	pthread_mutex_lock(&st->lock);
-	for (unsigned i = 0; i < st->n; i++)
-		if (!strcmp(st->v[i].name, volume) && st->v[i].dirty != STATE_UNKNOWN)
+	/* a record whose last save may not be durable (its directory's fsync
+	 * failed): the file says either the old value or the one asked.
+	 * Clean or bypassed asked is the truth when it was asked (no dirty
+	 * data for it in the pmem), and the file's older value errs only to
+	 * dirty; a dirty one asked stays unknown, as if not named */
+	for (unsigned i = 0; i < st->n; i++) {
+		if (strcmp(st->v[i].name, volume))
+			continue;
+		if (st->v[i].dirty != STATE_UNKNOWN)
 			rc = st->v[i].dirty;
+		else if (st->v[i].asked == PMC_STATE_CLEAN || st->v[i].asked == PMC_STATE_BYPASSED)
+			rc = st->v[i].asked;
+	}
 	pthread_mutex_unlock(&st->lock);
 	return rc;
 }
@@ -224,12 +235,20 @@ static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 	for (int i = 0; i < 16; i++)
 		fprintf(f, "%02x", st->uuid[i]);
 	fputc('\n', f);
-	for (unsigned i = 0; i < st->n; i++) /* unknown is written dirty */
+	for (unsigned i = 0; i < st->n; i++) {
+		/* unknown is written dirty, or bypassed when that was asked:
+		 * the volume's disk was written without the cache, and dirty
+		 * would let the cache's older clean copies be served again */
+		int v = st->v[i].dirty != STATE_UNKNOWN		    ? st->v[i].dirty
+			: st->v[i].asked == PMC_STATE_BYPASSED ? PMC_STATE_BYPASSED
+							       : PMC_STATE_DIRTY;
+
 		fprintf(f, "%s %s%s%s\n", st->v[i].name,
-			st->v[i].dirty == PMC_STATE_CLEAN      ? "clean"
-			: st->v[i].dirty == PMC_STATE_BYPASSED ? "bypassed"
-							       : "dirty",
+			v == PMC_STATE_CLEAN	      ? "clean"
+			: v == PMC_STATE_BYPASSED ? "bypassed"
+						  : "dirty",
 			st->v[i].id[0] ? " " : "", st->v[i].id);
+	}
 	/* a record lost to a failed write (ENOSPC) must not be renamed in */
 	if (ferror(f) || fflush(f) || fsync(fileno(f)))
 		rc = pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
@@ -330,6 +349,7 @@ int pmc_state_record(struct pmc_state *st, const char *volume, int value, const 
 		 * directory's fsync failed): unknown, so that the next call
 		 * of either value saves again; a forgotten record may still
 		 * be in the file, which is safe (it said clean) */
+		st->v[i].asked = value;
 		st->v[i].dirty = STATE_UNKNOWN;
 	} else if (rc && added) {
 		/* the copy in memory stays what the file says, so that the

@@ -175,6 +175,23 @@ echo "$out" | grep -q '"ok":true' && ok "volume-add at run time" ||
 dd if=/dev/ublkb0 of=/tmp/back2 bs=1M skip=100 count=8 iflag=direct 2>/dev/null
 cmp /tmp/pat /tmp/back2 && ok "re-added vol0 serves the same data" || bad "re-added vol0 differs"
 
+# --- 5b. a flush that writers keep from ending: its client gone, cancelled
+# (it went on, and held off every other operation meanwhile)
+fio --name=busy --filename=/dev/ublkb0 --ioengine=io_uring --direct=1 --rw=randwrite \
+	--bs=4k --offset=256M --size=64M --iodepth=16 --time_based --runtime=30 \
+	--output=/tmp/fio-busy.txt >/dev/null 2>&1 &
+FIO=$!
+sleep 3
+timeout -s INT 5 pmcachectl -s "$SOCK" flush vol0 >/tmp/flush1.txt 2>&1
+rc=$?
+[ $rc = 124 ] && ok "flush of vol0 under writes interrupted after 5 s" ||
+	ok "flush of vol0 under writes ended by itself (exit $rc): the cancel not exercised"
+sleep 1
+timeout 20 pmcachectl -s "$SOCK" flush vol1 >/tmp/flush2.txt 2>&1 &&
+	ok "the next flush runs: $(tail -1 /tmp/flush2.txt)" ||
+	bad "the next flush: $(tail -2 /tmp/flush2.txt)"
+wait $FIO || bad "fio under the flushes: $(tail -3 /tmp/fio-busy.txt)"
+
 # --- 6. the tag-buffer path ------------------------------------------------
 pmcached_stop "before the tag-buffer path"
 PMCACHED_NO_USER_COPY=1 pmcached_start "$CONF" "$LOG" || { bad "start with tag buffers"; exit 1; }
