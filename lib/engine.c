@@ -821,9 +821,13 @@ void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_ca
 	if (rc == 0) {
 		pmc_eng_synced_advance(v, gen);
 	} else {
+		/* the next FLUSH fails with it, but a device without a volatile
+		 * cache may get none: the volume's error shows it (status) */
 		pmc_eng_sync_lost(v, gen, rc);
-		pmc_log(LOG_ERR, "volume %s: disk %s: sync failed: %s; read misses stay uncached "
-			"until a flush succeeds", v->name, v->disk->path, strerror(-rc));
+		pmc_eng_volume_failed(e, vol, rc,
+				      "sync before write-through (plain writes acknowledged before "
+				      "may be lost; read misses stay uncached until a flush succeeds)",
+				      atomic_load(&v->err_epoch));
 	}
 }
 

@@ -398,6 +398,16 @@ static void sc_sync_ops(void)
 	pmc_engine_set_volatile(g_t.e, g_v.vol, 0);
 	expect_durable(8, 8, "a volume that stopped being volatile");
 	pmc_engine_set_volatile(g_t.e, g_v.vol, 1);
+	/* that sync failing: a device with no volatile cache may never get
+	 * the FLUSH that would report it, so the volume's error does */
+	T_EQ(write_ver(7, 7, 0), 0);
+	et_vdisk_fail_next(g_d, PMC_IO_FSYNC, EIO);
+	pmc_engine_set_volatile(g_t.e, g_v.vol, 0);
+	T_EQ(pmc_engine_volume_error(g_t.e, g_v.vol), EIO);
+	pmc_engine_clear_error(g_t.e, g_v.vol);
+	T_EQ(flush(), -EIO); /* and the next FLUSH, once */
+	T_EQ(flush(), 0);
+	pmc_engine_set_volatile(g_t.e, g_v.vol, 1);
 	T_EQ(write_ver(9, 9, 0), 0);
 	pmc_queue_destroy(g_q);
 	et_close(&g_t, 0); /* a clean stop */
