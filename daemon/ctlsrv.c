@@ -283,7 +283,12 @@ struct counts {
 	uint64_t *vdirty, *vclean; /* [max_volumes]; NULL: not taken */
 };
 
-static void counts_take(struct pmcd *d, struct counts *k)
+/* snap: one snapshot, which takes every index stripe lock in turn (the
+ * I/O threads' too): for root and the admins only, so that a reader in
+ * control.group polling status cannot slow every volume's I/O; readers get
+ * each volume's own counters, read one by one (a block moving meanwhile
+ * may count in two) */
+static void counts_take(struct pmcd *d, struct counts *k, int snap)
 {
 	struct pmc_cache_info ci;
 
@@ -292,10 +297,10 @@ static void counts_take(struct pmcd *d, struct counts *k)
 	if (!d->cache)
 		return;
 	pmc_cache_get_info(d->cache, &ci);
-	k->vdirty = calloc(ci.max_volumes, sizeof(*k->vdirty));
-	k->vclean = calloc(ci.max_volumes, sizeof(*k->vclean));
+	k->vdirty = snap ? calloc(ci.max_volumes, sizeof(*k->vdirty)) : NULL;
+	k->vclean = snap ? calloc(ci.max_volumes, sizeof(*k->vclean)) : NULL;
 	if (!k->vdirty || !k->vclean) {
-		/* out of memory: each volume's own counters, read one by one */
+		/* a reader, or out of memory: each volume's own counters */
 		free(k->vdirty);
 		free(k->vclean);
 		k->vdirty = k->vclean = NULL;
@@ -366,13 +371,13 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v, const str
 	return o;
 }
 
-/* with tot, the snapshot's totals (for status) */
-static json_object *volumes_json(struct pmcd *d, struct counts *tot)
+/* with tot, the snapshot's totals (for status); snap: counts_take */
+static json_object *volumes_json(struct pmcd *d, struct counts *tot, int snap)
 {
 	json_object *vols = json_object_new_array();
 	struct counts k;
 
-	counts_take(d, &k);
+	counts_take(d, &k, snap);
 	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++)
 		if (d->vols[i].used)
 			json_object_array_add(vols, volume_json(d, &d->vols[i], &k));
@@ -390,7 +395,7 @@ static void do_status(struct conn *c, const struct pmc_ctl_req *r)
 	json_object *o = json_object_new_object();
 	struct counts tot;
 	/* the volumes and the totals from one snapshot: they add up */
-	json_object *vols = volumes_json(d, &tot);
+	json_object *vols = volumes_json(d, &tot, c->admin);
 
 	json_object_object_add(o, "version", json_object_new_string(PMC_VERSION));
 	json_object_object_add(o, "pid", json_object_new_int(getpid()));
@@ -459,7 +464,7 @@ static void do_volume_list(struct conn *c, const struct pmc_ctl_req *r)
 {
 	json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "volumes", volumes_json(c->srv->d, NULL));
+	json_object_object_add(o, "volumes", volumes_json(c->srv->d, NULL, c->admin));
 	conn_send(c, pmc_ctl_reply_ok(id_of(r), o));
 }
 
@@ -801,7 +806,7 @@ static void on_job_done(struct ev_loop *loop, ev_async *w, int revents)
 			json_object *o = json_object_new_object();
 
 			pthread_mutex_lock(&d->lock);
-			json_object_object_add(o, "volumes", volumes_json(d, NULL));
+			json_object_object_add(o, "volumes", volumes_json(d, NULL, 1));
 			pthread_mutex_unlock(&d->lock);
 			conn_send(c, pmc_ctl_reply_ok(&j->req.id, o));
 		} else {

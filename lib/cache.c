@@ -43,6 +43,7 @@
 #endif
 
 void (*pmc_test_open_committing)(struct pmc_cache *c);
+void (*pmc_test_counts_snapshot)(void);
 
 static void random_uuid(uint8_t uuid[16])
 {
@@ -504,6 +505,9 @@ int pmc_cache_counts_snapshot(struct pmc_cache *c, uint64_t *dirty, uint64_t *cl
 {
 	uint64_t td = 0, tc = 0;
 	int valid;
+
+	if (pmc_test_counts_snapshot)
+		pmc_test_counts_snapshot();
 
 	/* every count changes under the lock of the stripe whose chain the
 	 * block is in: with all of them held, a block that moves between

@@ -141,11 +141,13 @@ void pmc_stripes_unlock(struct pmc_cache *c, struct pmc_stripe_set *set);
  * pinned (wb_pin) and before they are claimed for the disk (wb_claim);
  * pmc_test_open_committing runs in a read-write pmc_cache_open after the
  * media check, before the open.epoch commit (tests/unit/test_badblocks.c
- * crashes there). */
+ * crashes there); pmc_test_counts_snapshot runs at each
+ * pmc_cache_counts_snapshot (tests/ctlsrv counts who takes one). */
 struct pmc_engine;
 extern void (*pmc_test_alloc_claimed)(struct pmc_cache *c, uint64_t blk);
 extern void (*pmc_test_wb_pinned)(struct pmc_engine *e, uint32_t vol, uint64_t lba, uint32_t n);
 extern void (*pmc_test_open_committing)(struct pmc_cache *c);
+extern void (*pmc_test_counts_snapshot)(void);
 
 static inline uint64_t pmc_load64(const uint64_t *p)
 {

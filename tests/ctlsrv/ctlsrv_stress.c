@@ -19,9 +19,11 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cache_internal.h"
 #include "ctl.h"
 #include "ctlgen.h"
 #include "ctlsrv.h"
@@ -45,6 +48,14 @@
 
 static char dir[40], sock_path[64];
 static pid_t server;
+/* the server's count of index snapshots (every stripe lock in turn), in
+ * memory it shares with the test */
+static atomic_uint *g_snapshots;
+
+static void count_snapshot(void)
+{
+	atomic_fetch_add(g_snapshots, 1);
+}
 static gid_t ctl_gid, admin_gid;
 
 /* --- the server (child process) --- */
@@ -895,8 +906,15 @@ static void t_privileges(void)
 	    "{\"cmd\":\"shutdown\"}\n",
 	};
 
+	unsigned snaps = atomic_load(g_snapshots);
+
 	for (size_t i = 0; i < sizeof(ro) / sizeof(ro[0]); i++)
 		expect_ok(NOBODY, ctl_gid, ro[i][0], ro[i][1]);
+	/* a reader's status takes no snapshot of the index: polling it would
+	 * take every stripe lock the I/O threads use, again and again */
+	T_EQ(atomic_load(g_snapshots), snaps);
+	expect_ok(0, 0, ro[0][0], ro[0][1]);
+	T_TRUE(atomic_load(g_snapshots) > snaps);
 	for (size_t i = 0; i < sizeof(rw) / sizeof(rw[0]); i++)
 		expect_err(NOBODY, ctl_gid, rw[i], EPERM, "permission denied");
 	expect_ok(NOBODY, admin_gid, rw[0], "set");
@@ -1053,6 +1071,10 @@ int main(int argc, char **argv)
 	T_TRUE(chmod(dir, 0755) == 0);
 	T_TRUE(setgroups(0, NULL) == 0);
 	pmc_log_set_level(LOG_INFO);
+	g_snapshots = mmap(NULL, sizeof(*g_snapshots), PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	T_TRUE(g_snapshots != MAP_FAILED);
+	pmc_test_counts_snapshot = count_snapshot;
 	server = fork();
 	T_TRUE(server >= 0);
 	if (server == 0)
