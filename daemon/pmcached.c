@@ -524,7 +524,9 @@ static int volume_remove(struct pmcd *d, struct pmcd_volume *v, const char *name
 		if (rc)
 			*err = d->wb.flush_err;
 		pthread_mutex_unlock(&d->wb.lock);
-		if (rc && !force) {
+		/* cancelled (the daemon stops): not a failing disk that --force
+		 * detaches anyway; the volume stays as it was */
+		if (rc && (!force || rc == -ECANCELED)) {
 			pmc_engine_set_mode(d->e, v->vol, v->conf.vc.mode, NULL);
 			return rc;
 		}
@@ -931,11 +933,29 @@ static int run_dir_share(struct pmcd *d, struct pmc_err *err)
 	if (!name[0] || !slash || slash == dir)
 		return 0;
 	*slash = '\0';
-	if (strcmp(dir, PMCD_RUN_DIR) && !d->sock_dir_made)
-		return 0;
 	g = getgrnam(name);
 	if (!g)
 		return pmc_err_set(err, ENOENT, "%s: no group named %s", key, name);
+	if (strcmp(dir, PMCD_RUN_DIR) && !d->sock_dir_made) {
+		/* the operator's (or made by an earlier start): said, not changed */
+		for (char *p = dir; p && *dir;) {
+			struct stat st;
+
+			if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH) &&
+			    !(st.st_gid == g->gr_gid && (st.st_mode & S_IXGRP))) {
+				pmc_log(LOG_WARNING,
+					"control socket %s: group %s (%s) cannot reach it: %s is "
+					"mode %03o, group %u",
+					sock, name, key, dir, (unsigned)(st.st_mode & 0777),
+					(unsigned)st.st_gid);
+				break;
+			}
+			p = strrchr(dir, '/');
+			if (p)
+				*p = '\0';
+		}
+		return 0;
+	}
 	if (mkdir(dir, 0750) && errno != EEXIST)
 		return pmc_err_set(err, errno, "%s: %s", dir, strerror(errno));
 	if (chown(dir, 0, g->gr_gid) || chmod(dir, 0750))
@@ -979,8 +999,8 @@ static void warn_unlisted(struct pmcd *d)
 		if (!vi.counts_valid)
 			pmc_log(LOG_WARNING,
 				"volume %s: in the pmem, but the configuration does not list it, "
-				"and after a crash its dirty blocks are not counted yet: if it "
-				"has any, its disk %s lacks those writes until it is served again",
+				"and its dirty blocks are not counted yet: if it has any, its "
+				"disk %s lacks those writes until it is served again",
 				vi.name, vi.disk);
 		else
 			pmc_log(LOG_WARNING,

@@ -496,10 +496,12 @@ static int wb_consider(struct pmc_engine *e, uint64_t i, const struct wb_when *t
 	/* a birth more than a step ahead of the clock: stored under a clock
 	 * since set back. Its age is unknown: due now, or it would wait for as
 	 * long as the clock went back, however small max_age_ms */
-	if (birth > t->ahead)
-		e->wb_pass_future = 1;
 	if (!vol_eligible(e, vol, t->now))
 		return 0;
+	/* (a volume that cannot be written back now, in back-off or not
+	 * attached, makes no pass sweep again for it: it waits its turn) */
+	if (birth > t->ahead)
+		e->wb_pass_future = 1;
 	if (!(e->wb_active ||
 	      (e->wb_force && (e->wb_force_vol == UINT32_MAX || e->wb_force_vol == vol)) ||
 	      atomic_load(&e->vols[vol].draining) || (birth < t->aged && birth) ||

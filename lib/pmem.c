@@ -269,8 +269,8 @@ static int open_map(const char *path, uint64_t create_size, int ro, struct pmc_p
 err_source:
 	pmem2_source_delete(&pm->src);
 err_close:
-	if (pm->created)
-		unlink_ours(pm);
+	/* a file it made stays, empty (prepare_file): unlinked here, without
+	 * the lock, it might be one another process opened meanwhile */
 	close(pm->fd);
 err_free:
 	free(fns);
