@@ -20,6 +20,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
@@ -184,6 +186,32 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 	return 0;
 }
 
+/* the control socket's group: control.group, else the admins' (ctlsrv.c);
+ * "" none */
+static const char *sock_group(const struct pmcd *d, const char **key)
+{
+	*key = d->conf.control_group[0] ? "control.group" : "control.admin_group";
+	return d->conf.control_group[0] ? d->conf.control_group : d->conf.control_admin_group;
+}
+
+/* dir to root and the socket's group, 0750 */
+static int give_dir(struct pmcd *d, const char *dir)
+{
+	const char *key, *name = sock_group(d, &key);
+	struct group *g = name[0] ? getgrnam(name) : NULL;
+
+	if (!g)
+		return -ENOENT;
+	if (chown(dir, 0, g->gr_gid) || chmod(dir, 0750)) {
+		int e = errno;
+
+		pmc_log(LOG_WARNING, "%s: cannot give it to group %s (%s): %s", dir, name, key,
+			strerror(e));
+		return -e;
+	}
+	return 0;
+}
+
 /* the pid lock next to the control socket: one daemon per socket */
 static int take_pidfile(struct pmcd *d, struct pmc_err *err)
 {
@@ -194,7 +222,11 @@ static int take_pidfile(struct pmcd *d, struct pmc_err *err)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
-		d->sock_dir_made = mkdir_p(dir) == 1;
+		/* made now: given to the socket's group at once (0700 under the
+		 * unit's umask, and a start that fails before the socket is
+		 * made would leave it so for the next) */
+		if (mkdir_p(dir) == 1)
+			give_dir(d, dir);
 	}
 	return pmc_pidfile_take(d->pid_path, &d->pid_fd, NULL, err);
 }
@@ -918,16 +950,11 @@ static int reload_client(const char *pid_arg)
 static int run_dir_share(struct pmcd *d, struct pmc_err *err)
 {
 	const char *sock = d->conf.control_socket;
-	/* the socket's group (ctlsrv.c): control.group, else the admins' */
-	const char *name = d->conf.control_group[0] ? d->conf.control_group
-						    : d->conf.control_admin_group;
-	const char *key = d->conf.control_group[0] ? "control.group" : "control.admin_group";
+	const char *key, *name = sock_group(d, &key);
 	char dir[sizeof(d->pid_path)], *slash;
 	struct group *g;
+	int rc;
 
-	/* /run/pmcache (the unit's RuntimeDirectory), or a directory the
-	 * daemon made for the socket itself (0700 under the unit's umask: the
-	 * group could never reach the socket); others are the operator's */
 	snprintf(dir, sizeof(dir), "%s", sock);
 	slash = strrchr(dir, '/');
 	if (!name[0] || !slash || slash == dir)
@@ -936,31 +963,32 @@ static int run_dir_share(struct pmcd *d, struct pmc_err *err)
 	g = getgrnam(name);
 	if (!g)
 		return pmc_err_set(err, ENOENT, "%s: no group named %s", key, name);
-	if (strcmp(dir, PMCD_RUN_DIR) && !d->sock_dir_made) {
-		/* the operator's (or made by an earlier start): said, not changed */
-		for (char *p = dir; p && *dir;) {
-			struct stat st;
-
-			if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH) &&
-			    !(st.st_gid == g->gr_gid && (st.st_mode & S_IXGRP))) {
-				pmc_log(LOG_WARNING,
-					"control socket %s: group %s (%s) cannot reach it: %s is "
-					"mode %03o, group %u",
-					sock, name, key, dir, (unsigned)(st.st_mode & 0777),
-					(unsigned)st.st_gid);
-				break;
-			}
-			p = strrchr(dir, '/');
-			if (p)
-				*p = '\0';
-		}
-		return 0;
+	if (!strcmp(dir, PMCD_RUN_DIR)) {
+		/* the unit's RuntimeDirectory: the daemon's own */
+		if (mkdir(dir, 0750) && errno != EEXIST)
+			return pmc_err_set(err, errno, "%s: %s", dir, strerror(errno));
+		rc = give_dir(d, dir);
+		return rc ? pmc_err_set(err, -rc, "%s: cannot give it to group %s: %s", dir, name,
+					strerror(-rc))
+			  : 0;
 	}
-	if (mkdir(dir, 0750) && errno != EEXIST)
-		return pmc_err_set(err, errno, "%s: %s", dir, strerror(errno));
-	if (chown(dir, 0, g->gr_gid) || chmod(dir, 0750))
-		return pmc_err_set(err, errno, "%s: cannot give it to group %s: %s", dir, name,
-				   strerror(errno));
+	/* another directory is the operator's (one the daemon made was given
+	 * to the group then, take_pidfile): said, not changed, when the
+	 * group cannot get through it or a parent */
+	while (*dir) {
+		struct stat st;
+
+		if (stat(dir, &st) == 0 && !(st.st_mode & S_IXOTH) &&
+		    !(st.st_gid == g->gr_gid && (st.st_mode & S_IXGRP))) {
+			pmc_log(LOG_WARNING,
+				"control socket %s: group %s (%s) cannot reach it: %s is mode "
+				"%03o, group %u",
+				sock, name, key, dir, (unsigned)(st.st_mode & 0777),
+				(unsigned)st.st_gid);
+			break;
+		}
+		*strrchr(dir, '/') = '\0';
+	}
 	return 0;
 }
 
@@ -1021,6 +1049,19 @@ static int start(struct pmcd *d, struct pmc_err *err)
 	rc = mkdir_p(c->state_dir);
 	if (rc < 0)
 		return pmc_err_set(err, -rc, "state directory %s: %s", c->state_dir, strerror(-rc));
+	{
+		/* gone at the next boot: every start is then one without its
+		 * file (README, "The systemd unit") */
+		struct statfs sf;
+
+		if (statfs(c->state_dir, &sf) == 0 &&
+		    (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
+			pmc_log(LOG_WARNING,
+				"state directory %s is in RAM (tmpfs): its volume state is lost "
+				"at every reboot, and each start then drops the cache's clean "
+				"copies and serves no volume without the pmem",
+				c->state_dir);
+	}
 	snprintf(path, sizeof(path), "%s/volumes.state", c->state_dir);
 	/* the pmem first: its lock names the pmcached that holds it */
 	rc = open_cache(d, err);

@@ -66,7 +66,6 @@ struct pmcd {
 	uint32_t max_io_start;		/* writeback.max_io at start: sizes the engine */
 	void *ctlsrv;			/* control socket (ctlsrv.c) */
 	char pid_path[4096 + 8];	/* pid lock next to the control socket */
-	int sock_dir_made;		/* the daemon made the socket's directory */
 	int pid_fd;			/* holds the pid lock; -1 none */
 };
 

@@ -81,9 +81,10 @@ echo "$out" | grep -q "pmem $tmp/pmem: blank: formatting a new cache" &&
 # made (one under /dev lives in RAM: the cache would lose every
 # acknowledged write at a power cut)
 dax=/dev/pmc-test-no-dax-$$
+shmstate=/dev/shm/pmc-test-state-$$
 cat >"$tmp/nodax.conf" <<EOC
 pmem = { path = "$dax"; size = "16M"; };
-state_dir = "$tmp/state-nodax";
+state_dir = "$shmstate";
 control = { socket = "$tmp/pmcached.sock"; };
 volumes = ( { name = "v0"; disk = "$tmp/no-such-disk"; } );
 EOC
@@ -94,6 +95,10 @@ rc=$?
 	echo "ok: a missing device under /dev is not made a file: $(echo "$out" | grep "no such device")" ||
 	bad "pmem.size with a missing $dax: exit $rc: $out; $(ls -l "$dax" 2>&1)"
 rm -f "$dax"
+# (and its state_dir in RAM is said: lost at every reboot)
+echo "$out" | grep -q "state directory $shmstate is in RAM (tmpfs): its volume state is lost at every reboot" &&
+	echo "ok: a state_dir in tmpfs is warned of" || bad "no warning for a state_dir in tmpfs: $out"
+rm -rf "$shmstate"
 
 # a state file of another cache that records a volume dirty: that cache
 # holds its acknowledged writes, so this pmem (another cache) is refused,
