@@ -249,6 +249,8 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		json_object_object_add(o, "bad", json_object_new_uint64(rep.bad));
 		json_object_object_add(o, "max_chain", json_object_new_uint64(rep.max_chain));
 		json_object_object_add(o, "last_close_clean", json_object_new_boolean(ci.was_clean));
+		json_object_object_add(o, "counters_compared",
+				       json_object_new_boolean(ci.counts_valid));
 		json_object_object_add(o, "repaired", json_object_new_uint64((uint64_t)repaired));
 		if (repaired)
 			json_object_object_add(o, "repaired_problem", json_object_new_string(found));
@@ -270,6 +272,10 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			       " blocks retired\n",
 			       rep.lost, rep.bad);
 		printf("longest hash chain %" PRIu64 "\n", rep.max_chain);
+		printf("counters     %s\n",
+		       ci.counts_valid ? "as kept at the last close, compared with the index"
+				       : "not compared: not kept by the last close (a crash, or an "
+					 "older build's); the daemon counts them at start");
 		if (repaired)
 			printf("repaired     the counters of %d volume%s, recounted from the index "
 			       "(found: %s)\n",
