@@ -352,6 +352,7 @@ int main(void)
 	T_TRUE(pmc_engine_attach(e, "vol1", d, NULL, &v1, &err) != 0);
 	fail_dir_fsync = 0;
 	pmc_err_clear(&err);
+	pmc_disk_close(d); /* a refused attach leaves it the caller's */
 	T_EQ(pmc_state_get(st, "vol1"), PMC_STATE_BYPASSED);
 	T_OK(pmc_state_set(st, "vol-x", PMC_STATE_CLEAN, &err));
 	{
