@@ -18,8 +18,11 @@
 #define PMC_FORMAT_MINOR 1u
 
 /* feature masks. 1.1 adds two read-only compatible features: a build that
- * does not know them may read the cache but must not write it (it would
- * store volume slots without a disk identity, or free quarantined blocks) */
+ * does not know them must not write the cache (it would store volume slots
+ * without a disk identity, or free quarantined blocks); a 1.0 build cannot
+ * read it correctly either (the volume slot checksum moved in 1.1: its
+ * check calls every slot's checksum bad), so its offline tools' verdict on
+ * a 1.1 cache means nothing */
 #define PMC_FEAT_RO_COMPAT_DISK_ID (UINT64_C(1) << 0)    /* volume slot layout 1.1 */
 #define PMC_FEAT_RO_COMPAT_QUARANTINE (UINT64_C(1) << 1) /* LOST and BAD blocks */
 #define PMC_FEAT_COMPAT_KNOWN UINT64_C(0)
