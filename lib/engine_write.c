@@ -556,7 +556,8 @@ static void simple_done(struct pmc_io *io, int res)
 	struct pmc_evol *v = &x->q->e->vols[req->vol];
 
 	if (req->op == PMC_REQ_DISCARD) {
-		pmc_eng_inval(x->q->e, req->vol, x->lba, x->n);
+		if (!res)
+			pmc_eng_inval(x->q->e, req->vol, x->lba, x->n);
 		pmc_eng_plain_end(v);
 		pmc_eng_fg_io_leave(x, io);
 	}
@@ -658,7 +659,10 @@ void pmc_eng_start_discard(struct pmc_req_ctx *x)
 	/* (a disk that cannot discard answers EOPNOTSUPP, taken as done: the
 	 * request only had to wait for the write-back write of its blocks,
 	 * so that no fill caches what that write then changes) */
+	/* the cached copies go when the disk's discard succeeded
+	 * (simple_done): failed, a dirty copy is still the newest data the
+	 * host wrote (dropped first, reads then got the disk's older data);
+	 * write-back and fills stay off the range meanwhile */
 	pmc_eng_plain_begin(&e->vols[req->vol]);
-	pmc_eng_inval(e, req->vol, x->lba, x->n);
 	start_simple(x, PMC_IO_DISCARD);
 }

@@ -790,6 +790,41 @@ static void sc_sync_lost_inflight(void)
 	printf("ok: sync_lost_inflight\n");
 }
 
+/*
+ * A discard the disk fails: the cached copies stay, a dirty one still the
+ * newest data the host wrote (they were dropped before the disk's discard
+ * ran, so a read then got the disk's older data); and written back later.
+ * One that succeeds drops them.
+ */
+static void sc_discard_fail(void)
+{
+	struct et_req dr;
+
+	setup(PMC_MODE_WRITE_BACK);
+	T_EQ(write_ver(30, 1, 0), 0);
+	T_EQ(flush(), 0);
+	et_flush_all(&g_t, g_q, NULL); /* version 1 on the disk */
+	T_EQ(write_ver(30, 2, 0), 0); /* version 2 dirty in the pmem */
+	et_vdisk_fail_next(g_d, PMC_IO_DISCARD, EIO);
+	et_submit(g_q, &dr, PMC_REQ_DISCARD, g_v.vol, 30, 1, NULL, 0);
+	wait_req(&dr, "the failing discard of block 30");
+	T_EQ(dr.res, -EIO);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 30, 1, g_buf, 0), 0);
+	T_EQ(et_version(g_buf, TAG, 30), 2);
+	pmc_engine_clear_error(g_t.e, g_v.vol);
+	et_flush_all(&g_t, g_q, NULL);
+	expect_durable(30, 2, "a dirty block a failed discard kept");
+	/* one that succeeds */
+	T_EQ(write_ver(30, 3, 0), 0);
+	et_submit(g_q, &dr, PMC_REQ_DISCARD, g_v.vol, 30, 1, NULL, 0);
+	wait_req(&dr, "the discard of block 30");
+	T_EQ(dr.res, 0);
+	T_EQ(et_io(g_t.e, g_q, NULL, PMC_REQ_READ, g_v.vol, 30, 1, g_buf, 0), 0);
+	T_TRUE(et_version(g_buf, TAG, 30) != 3);
+	teardown();
+	printf("ok: discard_fail\n");
+}
+
 static atomic_int g_detached;
 
 static void *detach_main(void *arg)
@@ -862,6 +897,7 @@ static const struct {
 	{"around_lost", sc_around_lost},
 	{"discard_order", sc_discard_order},
 	{"discard_nodisk", sc_discard_nodisk},
+	{"discard_fail", sc_discard_fail},
 	{"stop_unsynced", sc_stop_unsynced},
 	{"sync_lost", sc_sync_lost},
 	{"sync_lost_inflight", sc_sync_lost_inflight},
