@@ -652,6 +652,7 @@ void pmc_ring_submit(struct pmc_ring *r, struct pmc_io *io)
 {
 	io->done = 0;
 	io->short_rounds = 0;
+	io->again_rounds = 0;
 	io->disk->ops->submit(io->disk, r, io);
 }
 
@@ -693,6 +694,19 @@ static void iov_advance(struct pmc_io *io, uint64_t n)
  * that was the last and io's callback ran */
 /* reissues of a split io whose parts came back short, before it fails */
 #define PMC_RING_SHORT_ROUNDS 8u
+/* reissues after EAGAIN at once; later ones wait PMC_RING_AGAIN_NS each
+ * (a disk that keeps answering EAGAIN spun the thread) */
+#define PMC_RING_AGAIN_ROUNDS 8u
+#define PMC_RING_AGAIN_NS 1000000ull
+
+static void again(struct pmc_ring *r, struct pmc_io *io)
+{
+	r->eagain_retries++;
+	if (++io->again_rounds > PMC_RING_AGAIN_ROUNDS)
+		pmc_ring_submit_later(r, io, PMC_RING_AGAIN_NS);
+	else
+		pmc_ring_submit_raw(r, io);
+}
 
 static int handle_part(struct pmc_ring *r, struct pmc_io *io, int res)
 {
@@ -712,12 +726,13 @@ static int handle_part(struct pmc_ring *r, struct pmc_io *io, int res)
 		res = -EIO;
 	if (res == -EAGAIN || (!res && io->done < io->len)) {
 		/* a part refused or short: the whole io again */
-		if (res)
-			r->eagain_retries++;
-		else
-			r->short_retries++;
 		io->done = 0;
-		pmc_ring_submit_raw(r, io);
+		if (res) {
+			again(r, io);
+		} else {
+			r->short_retries++;
+			pmc_ring_submit_raw(r, io);
+		}
 		return 0;
 	}
 	io->cb(io, res);
@@ -732,8 +747,7 @@ static int handle(struct pmc_ring *r, struct pmc_io *io, int res)
 	if (io->parts)
 		return handle_part(r, io, res);
 	if (res == -EAGAIN) {
-		r->eagain_retries++;
-		pmc_ring_submit_raw(r, io);
+		again(r, io);
 		return 0;
 	}
 	if (io->op == PMC_IO_READ || io->op == PMC_IO_WRITE) {

@@ -66,6 +66,7 @@ struct pmc_io {
 	unsigned parts;		/* parts in the kernel, when split (else 0) */
 	int part_err;		/* the first error of a part */
 	unsigned short_rounds;	/* split: whole reissues after a short part */
+	unsigned again_rounds;	/* reissues after EAGAIN (the later ones deferred) */
 	uint64_t due_ns;	/* deferred work: when */
 	int defer_res;		/* deferred completion result, or 1 = submit */
 	struct pmc_io *next;

@@ -122,6 +122,7 @@ struct fdisk {
 	int fail_after_io;	/* fail in the complete hook, after the I/O ran */
 	int short_io;		/* READ/WRITE complete in pieces of at most half */
 	int eagain;		/* every piece is answered -EAGAIN once first */
+	atomic_int eagain_reads; /* every read is answered -EAGAIN while set */
 	uint64_t lat_max_ns;	/* delay every submit by 0..lat_max_ns */
 	unsigned delay_writes;	/* delay the next N writes ... */
 	uint64_t delay_ns;	/* ... by this much */
@@ -258,6 +259,10 @@ static int fd_complete_faults(struct pmc_disk *d, struct pmc_io *io, int res)
 	if (e && f->fail_after_io) {
 		f->failed[io->op]++;
 		return -e;
+	}
+	if (io->op == PMC_IO_READ && atomic_load(&f->eagain_reads)) {
+		f->eagains[io->op]++;
+		return -EAGAIN;
 	}
 	if (f->eagain) {
 		unsigned i;
@@ -1854,6 +1859,40 @@ static void sc_flush_cancel(void)
 	teardown();
 }
 
+/*
+ * A disk that keeps answering EAGAIN: the ring reissues a few times at
+ * once, then each reissue waits a millisecond (it reissued at once for
+ * ever: the queue thread spun, its request held); once the disk takes the
+ * read, it completes.
+ */
+static void sc_eagain_backoff(void)
+{
+	struct et_vol *a = &g_v[0];
+	struct et_req r;
+	char *buf = et_alloc(BS);
+	struct pmc_wb_conf wb;
+	uint64_t n0, n, t0;
+
+	pmc_wb_conf_default(&wb);
+	setup("eagain_backoff", 256, 1, 4096, &wb, NULL);
+	atomic_store(&g_f[0].eagain_reads, 1);
+	n0 = g_f[0].eagains[PMC_IO_READ];
+	et_submit(g_q, &r, PMC_REQ_READ, a->vol, 100, 1, buf, 0);
+	t0 = pmc_mono_ns();
+	while (pmc_mono_ns() - t0 < 50000000ull)
+		pmc_queue_poll(g_q, 1, 1000000ull);
+	n = g_f[0].eagains[PMC_IO_READ] - n0;
+	T_TRUE(!r.done);
+	if (n > 8 + 50 + 20)
+		T_FAIL("a read answered EAGAIN for 50 ms was reissued %" PRIu64 " times", n);
+	atomic_store(&g_f[0].eagain_reads, 0);
+	et_wait(g_t.e, g_q, NULL, &r.done, 5000, "the read once the disk takes it");
+	T_EQ(r.res, 0);
+	printf("eagain_backoff: %" PRIu64 " reissues in 50 ms\n", n);
+	free(buf);
+	teardown();
+}
+
 static void sc_refusals(void)
 {
 	struct pmc_wb_conf wb;
@@ -2383,6 +2422,7 @@ static const struct {
     {"seq_bypass", sc_seq_bypass},   {"wb_pace", sc_wb_pace},
     {"wb_clock_back", sc_wb_clock_back},
     {"flush_cancel", sc_flush_cancel},
+    {"eagain_backoff", sc_eagain_backoff},
     {"stale_error", sc_stale_error}, {"wb_batch", sc_wb_batch},
     {"wb_corrupt", sc_wb_corrupt},   {"idx_corrupt", sc_idx_corrupt},
 };
