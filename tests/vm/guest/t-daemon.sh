@@ -176,7 +176,12 @@ dd if=/dev/ublkb0 of=/tmp/back2 bs=1M skip=100 count=8 iflag=direct 2>/dev/null
 cmp /tmp/pat /tmp/back2 && ok "re-added vol0 serves the same data" || bad "re-added vol0 differs"
 
 # --- 5b. a flush that writers keep from ending: its client gone, cancelled
-# (it went on, and held off every other operation meanwhile)
+# (it went on, and held off every other operation meanwhile). Write-back
+# slowed to one 4 KiB write at a time, so that fio outruns it
+for kv in writeback.busy_inflight=1 writeback.max_inflight=1 writeback.max_io=4K; do
+	pmcachectl -s "$SOCK" set "${kv%%=*}" "${kv#*=}" >/tmp/set.txt 2>&1 ||
+		bad "set $kv: $(cat /tmp/set.txt)"
+done
 fio --name=busy --filename=/dev/ublkb0 --ioengine=io_uring --direct=1 --rw=randwrite \
 	--bs=4k --offset=256M --size=64M --iodepth=16 --time_based --runtime=30 \
 	--output=/tmp/fio-busy.txt >/dev/null 2>&1 &
@@ -194,6 +199,10 @@ timeout 20 pmcachectl -s "$SOCK" flush vol1 >/tmp/flush2.txt 2>&1 &&
 	ok "the next flush runs: $(tail -1 /tmp/flush2.txt)" ||
 	bad "the next flush: $(tail -2 /tmp/flush2.txt)"
 wait $FIO || bad "fio under the flushes: $(tail -3 /tmp/fio-busy.txt)"
+for kv in writeback.max_io=1M writeback.max_inflight=32 writeback.busy_inflight=4; do
+	pmcachectl -s "$SOCK" set "${kv%%=*}" "${kv#*=}" >/tmp/set.txt 2>&1 ||
+		bad "set $kv: $(cat /tmp/set.txt)"
+done
 
 # --- 6. the tag-buffer path ------------------------------------------------
 pmcached_stop "before the tag-buffer path"
