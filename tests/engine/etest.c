@@ -272,6 +272,10 @@ void et_open(struct et *t, int format)
 	struct pmc_err err;
 	struct pmc_cache_info ci;
 
+	/* a new cache in a file named by this process: one of that name is
+	 * left by a killed run of another pid (of another size: refused) */
+	if (format)
+		unlink(t->pmem_path);
 	T_OK(pmc_pmem_open(t->pmem_path, t->pmem_size, &t->pm, &err));
 	if (format)
 		T_OK(pmc_cache_format(t->pm, NULL, &err));
