@@ -549,6 +549,19 @@ void pmc_eng_resume_write(struct pmc_req_ctx *x)
 
 /* --- flush and discard --- */
 
+/* a FLUSH reports a sync loss the engine recorded (pmc_eng_sync_lost),
+ * once: 1 when x now fails with it */
+static int flush_lost(struct pmc_req_ctx *x)
+{
+	int lost = atomic_exchange(&x->q->e->vols[x->req->vol].sync_lost, 0);
+
+	if (!lost)
+		return 0;
+	STAT_ADD(&x->q->stats[x->req->vol], write_errors, 1);
+	pmc_eng_set_res(x, -lost);
+	return 1;
+}
+
 static void simple_done(struct pmc_io *io, int res)
 {
 	struct pmc_req_ctx *x = io->priv;
@@ -563,19 +576,11 @@ static void simple_done(struct pmc_io *io, int res)
 	}
 	/* what completed before the sync was issued is durable now; after a
 	 * failure nothing is known durable: the next flush syncs again */
-	if (!res && req->op == PMC_REQ_FLUSH) {
-		/* a sync of the engine's own that failed while this one was in
-		 * flight: the plain writes it covered may be lost whatever this
-		 * one says (pmc_eng_sync_lost) */
-		int lost = atomic_exchange(&v->sync_lost, 0);
-
-		if (lost) {
-			STAT_ADD(&x->q->stats[req->vol], write_errors, 1);
-			pmc_eng_set_res(x, -lost);
-		} else {
-			pmc_eng_synced_advance(v, x->gen);
-		}
-	}
+	/* a sync of the engine's own that failed while this one was in
+	 * flight: the plain writes it covered may be lost whatever this one
+	 * says */
+	if (!res && req->op == PMC_REQ_FLUSH && !flush_lost(x))
+		pmc_eng_synced_advance(v, x->gen);
 	if (res) {
 		pmc_eng_volume_failed(x->q->e, req->vol, res,
 				      req->op == PMC_REQ_FLUSH ? "flush" : "discard", io->epoch);
@@ -613,17 +618,11 @@ void pmc_eng_start_flush(struct pmc_req_ctx *x)
 	x->path = PMC_LAT_FLUSH;
 	/* a sync of the engine's own failed over plain writes acknowledged
 	 * before this flush: they may be lost, and this flush is the first
-	 * the host sees since (pmc_eng_sync_lost) */
-	{
-		int lost = atomic_exchange(&v->sync_lost, 0);
-
-		if (lost) {
-			STAT_ADD(&x->q->stats[x->req->vol], write_errors, 1);
-			x->pending = 1;
-			pmc_eng_set_res(x, -lost);
-			pmc_eng_sub_done(x);
-			return;
-		}
+	 * the host sees since */
+	if (flush_lost(x)) {
+		x->pending = 1;
+		pmc_eng_sub_done(x);
+		return;
 	}
 	/* write-back data is durable in pmem; plain disk writes completed
 	 * before this flush arrived are in wr_done, and a sync issued now
