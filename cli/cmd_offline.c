@@ -139,14 +139,14 @@ static int open_exit(int rc)
 	return rc == -EACCES ? PMC_EXIT_PERM : PMC_EXIT_CORRUPT;
 }
 
-/* open the cache at path read-only, under a shared lock; the exit code of
- * a refusal, else 0 */
-static int check_open(const char *path, struct pmc_pmem **pm, struct pmc_cache **c,
-		      struct pmc_err *err)
+/* open the cache at path read-only, under a lock of mode (exclusive: the
+ * pmem mapped writable, for a repair); the exit code of a refusal, else 0 */
+static int check_open(const char *path, enum pmc_lock_mode mode, struct pmc_pmem **pm,
+		      struct pmc_cache **c, struct pmc_err *err)
 {
 	int rc;
 
-	if (open_pmem(path, 0, PMC_LOCK_SHARED, pm, err))
+	if (open_pmem(path, 0, mode, pm, err))
 		return exit_of(err);
 	rc = pmc_cache_open(*pm, PMC_OPEN_RDONLY, c, err);
 	if (rc) {
@@ -174,24 +174,20 @@ static int repair_counts(const char *path, struct pmc_err *err)
 	struct pmc_pmem *pm;
 	struct pmc_cache *c;
 	struct pmc_check_report rep;
-	int rc;
+	int rc, ex;
 
-	if (open_pmem(path, 0, PMC_LOCK_EXCLUSIVE, &pm, err))
-		return -exit_of(err);
-	rc = pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, err);
-	if (rc == 0) {
-		rc = pmc_cache_check(c, &rep, err);
-		pmc_cache_abandon(c);
-		/* changed since the shared check: nothing or more than
-		 * counters wrong; nothing written */
-		if (rc == 0 || rep.counts_bad == 0) {
-			pmc_pmem_close(pm);
-			pmc_err_clear(err);
-			return 0;
-		}
-		pmc_err_clear(err);
-		rc = pmc_cache_open(pm, 0, &c, err);
+	if ((ex = check_open(path, PMC_LOCK_EXCLUSIVE, &pm, &c, err)))
+		return -ex;
+	rc = pmc_cache_check(c, &rep, err);
+	pmc_cache_abandon(c);
+	pmc_err_clear(err);
+	/* changed since the shared check: nothing or more than counters
+	 * wrong; nothing written */
+	if (rc == 0 || rep.counts_bad == 0) {
+		pmc_pmem_close(pm);
+		return 0;
 	}
+	rc = pmc_cache_open(pm, 0, &c, err);
 	if (rc) {
 		pmc_pmem_close(pm);
 		return -open_exit(rc);
@@ -216,7 +212,7 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		return ex;
 	if (not_served(ctx, path, err))
 		return PMC_EXIT_BUSY;
-	if ((ex = check_open(path, &pm, &c, err)))
+	if ((ex = check_open(path, PMC_LOCK_SHARED, &pm, &c, err)))
 		return ex;
 	rc = pmc_cache_check(c, &rep, err);
 	if (rc && rep.counts_bad && ctx->a->repair) {
@@ -227,7 +223,7 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		repaired = repair_counts(path, err);
 		if (repaired < 0)
 			return -repaired;
-		if ((ex = check_open(path, &pm, &c, err)))
+		if ((ex = check_open(path, PMC_LOCK_SHARED, &pm, &c, err)))
 			return ex;
 		rc = pmc_cache_check(c, &rep, err);
 	}
