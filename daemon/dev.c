@@ -434,8 +434,8 @@ static int find_quiesced(struct pmcd_dev *d, struct pmc_err *err)
 /* /run/pmcache/ublkbN.volume: the udev rule names /dev/pmcache/<volume> */
 static void name_file(struct pmcd_dev *d, int create)
 {
-	char path[96];
-	FILE *f;
+	char path[96], text[PMC_VOLUME_NAME_MAX + PMC_DISK_ID_MAX + 64];
+	int rc;
 
 	snprintf(path, sizeof(path), PMCD_RUN_DIR "/ublkb%u.volume", d->info.dev_id);
 	if (!create) {
@@ -443,32 +443,16 @@ static void name_file(struct pmcd_dev *d, int create)
 		return;
 	}
 	mkdir(PMCD_RUN_DIR, 0755);
-	{
-		/* whole or not at all (a takeover reads it: a torn one would
-		 * leave the quiesced device to nobody): a new file renamed
-		 * over; a failure is said, the device works without a name */
-		char tmp[112];
-		int bad;
-
-		snprintf(tmp, sizeof(tmp), "%s.new", path);
-		f = pmc_fopen_new(tmp, 0644);
-		if (!f) {
-			pmc_log(LOG_WARNING, "%s: %s: %s (no /dev/pmcache name, no takeover record)",
-				d->name, tmp, strerror(errno));
-			return;
-		}
-		/* line 1 the volume (the udev rule reads it); then what a
-		 * takeover compares */
-		fprintf(f, "%s\nsize=%" PRIu64 "\ndisk_id=%s\n", d->conf.name, d->conf.size,
-			d->conf.disk_id ? d->conf.disk_id : "");
-		bad = ferror(f) || fflush(f) || fsync(fileno(f));
-		bad |= fclose(f) != 0;
-		if (bad || rename(tmp, path)) {
-			pmc_log(LOG_WARNING, "%s: %s: %s (no /dev/pmcache name, no takeover record)",
-				d->name, path, strerror(errno));
-			unlink(tmp);
-		}
-	}
+	/* whole or not at all (a takeover reads it: a torn one would leave the
+	 * quiesced device to nobody); a failure is said, the device works
+	 * without a name. Line 1 the volume (the udev rule reads it); then
+	 * what a takeover compares */
+	snprintf(text, sizeof(text), "%s\nsize=%" PRIu64 "\ndisk_id=%s\n", d->conf.name,
+		 d->conf.size, d->conf.disk_id ? d->conf.disk_id : "");
+	rc = pmc_file_replace(path, text, 0644);
+	if (rc)
+		pmc_log(LOG_WARNING, "%s: %s: %s (no /dev/pmcache name, no takeover record)",
+			d->name, path, strerror(-rc));
 }
 
 static int start_queues(struct pmcd_dev *d, struct pmc_err *err)

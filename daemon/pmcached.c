@@ -840,31 +840,18 @@ static int reload(struct pmcd *d, struct reload_report *r)
 static void reload_publish(int ok, const char *msg)
 {
 	static unsigned seq;
-	char tmp[] = PMCD_RELOAD_FILE ".XXXXXX";
-	FILE *f;
-	int fd;
+	char text[sizeof(((struct reload_report *)0)->msg) + 64];
+	int rc;
 
 	mkdir(PMCD_RUN_DIR, 0750);
-	fd = mkstemp(tmp);
-	f = fd < 0 ? NULL : fdopen(fd, "w");
-	if (!f) {
-		/* pmcached --reload then waits its 60 s and says no answer came:
-		 * the journal says why */
-		pmc_log(LOG_WARNING, "%s: %s (pmcached --reload sees no answer)", tmp,
-			strerror(errno));
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		return;
-	}
-	fprintf(f, "%d %u %s %s\n", (int)getpid(), ++seq, ok ? "ok" : "fail", msg);
-	fd = ferror(f);
-	if (fclose(f) || fd || rename(tmp, PMCD_RELOAD_FILE)) {
+	snprintf(text, sizeof(text), "%d %u %s %s\n", (int)getpid(), ++seq, ok ? "ok" : "fail",
+		 msg);
+	rc = pmc_file_replace(PMCD_RELOAD_FILE, text, 0600);
+	/* pmcached --reload then waits its 60 s and says no answer came: the
+	 * journal says why */
+	if (rc)
 		pmc_log(LOG_WARNING, "%s: %s (pmcached --reload sees no answer)", PMCD_RELOAD_FILE,
-			strerror(errno));
-		unlink(tmp);
-	}
+			strerror(-rc));
 }
 
 static void on_hup(struct ev_loop *loop, ev_signal *w, int revents)

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,28 @@ FILE *pmc_fopen_new(const char *path, mode_t mode)
 		return NULL;
 	}
 	return f;
+}
+
+int pmc_file_replace(const char *path, const char *text, mode_t mode)
+{
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+	int bad, e;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = pmc_fopen_new(tmp, mode);
+	if (!f)
+		return -errno;
+	errno = 0;
+	bad = fputs(text, f) < 0 || ferror(f) || fflush(f) || fsync(fileno(f));
+	e = errno;
+	bad |= fclose(f) != 0;
+	if (!bad && rename(tmp, path) == 0)
+		return 0;
+	e = e ? e : errno ? errno : EIO;
+	unlink(tmp);
+	return -e;
 }
 
 int pmc_pidfile_take(const char *path, int *out, pid_t *holder, struct pmc_err *err)

@@ -55,6 +55,11 @@ void pmc_pidfile_release(const char *path, int fd);
 int pmc_open_new(const char *path, int rw, mode_t mode);
 FILE *pmc_fopen_new(const char *path, mode_t mode);
 
+/* Replace path with text whole or not at all: written to path.new
+ * (pmc_fopen_new), synced, renamed over path. 0 or -errno; path.new does
+ * not stay. */
+int pmc_file_replace(const char *path, const char *text, mode_t mode);
+
 /* the pid file that goes with a control socket: ".sock" becomes ".pid",
  * anything else gets ".pid" appended */
 void pmc_pidfile_for_socket(const char *socket, char *buf, size_t len);
