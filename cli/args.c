@@ -20,6 +20,7 @@ static const struct {
 	{"volume remove", PMC_CLI_VOLUME_REMOVE, 1, 1},
 	{"volume list", PMC_CLI_VOLUME_LIST, 0, 0},
 	{"volume reconnect", PMC_CLI_VOLUME_RECONNECT, 1, 1},
+	{"volume clear-error", PMC_CLI_VOLUME_CLEAR_ERROR, 1, 1},
 	{"set", PMC_CLI_SET, 2, 2},
 	{"get", PMC_CLI_GET, 1, 1},
 	{"flush", PMC_CLI_FLUSH, 0, 1},
@@ -56,6 +57,8 @@ void pmc_cli_usage(FILE *f)
 	      "  volume remove NAME [--force]  write back, stop and detach a volume\n"
 	      "  volume list                   the volumes served\n"
 	      "  volume reconnect NAME         connect a lost NVMe-oF volume's controller now\n"
+	      "  volume clear-error NAME       its disk works again: clear the volume's error\n"
+	      "                                and write-back back-off\n"
 	      "  set [-v VOLUME] KEY VALUE     change a run-time tunable or a volume's mode\n"
 	      "  get [-v VOLUME] KEY           read a configuration key\n"
 	      "  flush [VOLUME]                write back all dirty data, with progress\n"
@@ -260,7 +263,8 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 				continue;
 			if (nwords < 2)
 				return pmc_err_set(err, EINVAL,
-						   "volume: needs add, remove, list or reconnect");
+						   "volume: needs add, remove, list, reconnect or "
+						   "clear-error");
 			if (strcmp(words[1], sp + 1))
 				continue;
 			used = 2;
@@ -306,7 +310,8 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 	}
 	if (!strcmp(words[0], "volume"))
 		return pmc_err_set(err, EINVAL,
-				   "volume %s: unknown; use add, remove, list or reconnect", words[1]);
+				   "volume %s: unknown; use add, remove, list, reconnect or clear-error",
+				   words[1]);
 	return pmc_err_set(err, EINVAL, "unknown command \"%s\" (see pmcachectl --help)",
 			   words[0]);
 }
@@ -354,7 +359,9 @@ int pmc_cli_build_req(const struct pmc_cli_args *a, struct pmc_ctl_req *req, str
 		req->remove_devices = a->remove_devices;
 		break;
 	case PMC_CLI_VOLUME_RECONNECT:
-		req->cmd = PMC_CTL_VOLUME_RECONNECT;
+	case PMC_CLI_VOLUME_CLEAR_ERROR:
+		req->cmd = a->cmd == PMC_CLI_VOLUME_RECONNECT ? PMC_CTL_VOLUME_RECONNECT
+							       : PMC_CTL_VOLUME_CLEAR_ERROR;
 		if (pmc_config_name_check(a->pos[0], "volume", err))
 			return -EINVAL;
 		snprintf(req->volume, sizeof(req->volume), "%s", a->pos[0]);

@@ -94,6 +94,8 @@ static int get_bool(struct json_object *o, const char *key)
 
 static const char *vol_state(struct json_object *v)
 {
+	if (get_u64(v, "lost_blocks"))
+		return "lost-data";
 	if (get_u64(v, "error"))
 		return "failed";
 	if (get_bool(v, "draining"))
@@ -399,6 +401,20 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	case PMC_CLI_VOLUME_RECONNECT:
 		printf("volume %s: reconnecting; pmcachectl status shows its path\n", a->pos[0]);
 		break;
+	case PMC_CLI_VOLUME_CLEAR_ERROR: {
+		int was = (int)get_u64(o, "was"), now = (int)get_u64(o, "error");
+
+		if (now)
+			printf("volume %s: error kept: %s (dirty data lost to pmem media errors; "
+			       "reads of it fail until it is written again)\n",
+			       a->pos[0], get_str(o, "error_text", "?"));
+		else if (was)
+			printf("volume %s: error cleared (was: %s); write-back tries at once\n",
+			       a->pos[0], strerror(was));
+		else
+			printf("volume %s: had no error\n", a->pos[0]);
+		break;
+	}
 	case PMC_CLI_SHUTDOWN:
 		if (a->remove_devices)
 			printf("pmcached: stopping; every device is removed\n");

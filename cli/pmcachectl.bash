@@ -71,8 +71,8 @@ _pmcachectl()
 	"") COMPREPLY=($(compgen -W "$cmds" -- "$cur")) ;;
 	volume)
 		if [[ -z $sub ]]; then
-			COMPREPLY=($(compgen -W "add remove list reconnect" -- "$cur"))
-		elif [[ $sub == remove || $sub == reconnect ]]; then
+			COMPREPLY=($(compgen -W "add remove list reconnect clear-error" -- "$cur"))
+		elif [[ $sub == remove || $sub == reconnect || $sub == clear-error ]]; then
 			COMPREPLY=($(compgen -W "$(_pmcachectl_volumes)" -- "$cur"))
 		elif [[ $sub == add ]]; then
 			case $cur in

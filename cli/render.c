@@ -200,6 +200,7 @@ const char *pmc_counter_unit(const char *name)
 int pmc_counter_is_gauge(const char *name)
 {
 	return !strcmp(name, "dirty_blocks") || !strcmp(name, "clean_blocks") ||
+	       !strcmp(name, "lost_blocks") ||
 	       !strcmp(name, "dirty_bytes") || !strcmp(name, "oldest_dirty_age_ms") ||
 	       !strcmp(name, "error");
 }

@@ -358,6 +358,7 @@ static json_object *volume_json(struct pmcd *d, struct pmcd_volume *v, const str
 			       json_object_new_uint64(k->vdirty ? k->vdirty[v->vol] : st.dirty_blocks));
 	json_object_object_add(o, "clean_blocks",
 			       json_object_new_uint64(k->vclean ? k->vclean[v->vol] : st.clean_blocks));
+	json_object_object_add(o, "lost_blocks", json_object_new_uint64(st.lost_blocks));
 	/* false while the counts are rebuilt after a crash: the two above are
 	 * partial then */
 	json_object_object_add(o, "counts_valid", json_object_new_boolean(k->valid));
@@ -884,7 +885,8 @@ static void start_job(struct conn *c, const struct pmc_ctl_req *r)
 static int mutating(enum pmc_ctl_cmd cmd)
 {
 	return cmd == PMC_CTL_VOLUME_ADD || cmd == PMC_CTL_VOLUME_REMOVE || cmd == PMC_CTL_SET ||
-	       cmd == PMC_CTL_FLUSH || cmd == PMC_CTL_SHUTDOWN || cmd == PMC_CTL_VOLUME_RECONNECT;
+	       cmd == PMC_CTL_FLUSH || cmd == PMC_CTL_SHUTDOWN || cmd == PMC_CTL_VOLUME_RECONNECT ||
+	       cmd == PMC_CTL_VOLUME_CLEAR_ERROR;
 }
 
 /* is the running operation on this volume? */
@@ -895,6 +897,37 @@ static int volume_in_job(struct ctlsrv *s, const char *name)
 	if (!o || !name[0])
 		return 0;
 	return !strcmp(o->cmd == PMC_CTL_VOLUME_ADD ? o->add.name : o->volume, name);
+}
+
+/* volume-clear-error; d->lock held */
+static void do_clear_error(struct conn *c, const struct pmc_ctl_req *r)
+{
+	struct pmcd *d = c->srv->d;
+	struct pmcd_volume *v = pmcd_volume_find(d, r->volume);
+	json_object *o;
+	char msg[200];
+	int was, now;
+
+	if (!v) {
+		snprintf(msg, sizeof(msg), "volume %s: not served", r->volume);
+		send_err(c, &r->id, ENOENT, msg);
+		return;
+	}
+	was = pmc_engine_volume_error(d->e, v->vol);
+	now = pmc_engine_clear_error(d->e, v->vol);
+	if (now)
+		pmc_log(LOG_WARNING,
+			"volume %s: error %s kept: some of its dirty data was lost to pmem media "
+			"errors (reads of it fail until it is written again)",
+			v->conf.name, strerror(now));
+	else if (was)
+		pmc_log(LOG_NOTICE, "volume %s: error %s cleared; write-back tries at once",
+			v->conf.name, strerror(was));
+	o = json_object_new_object();
+	json_object_object_add(o, "was", json_object_new_int(was));
+	json_object_object_add(o, "error", json_object_new_int(now));
+	json_object_object_add(o, "error_text", json_object_new_string(now ? strerror(now) : ""));
+	conn_send(c, pmc_ctl_reply_ok(&r->id, o));
 }
 
 static void handle_line(struct conn *c, const char *line, size_t len)
@@ -1008,6 +1041,9 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 		}
 		break;
 	}
+	case PMC_CTL_VOLUME_CLEAR_ERROR:
+		do_clear_error(c, &r);
+		break;
 	default:
 		send_err(c, &r.id, EINVAL, "request not handled");
 		break;

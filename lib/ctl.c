@@ -36,6 +36,7 @@ static const char *const cmd_names[PMC_CTL_CMD_NR] = {
     [PMC_CTL_FLUSH] = "flush",
     [PMC_CTL_SHUTDOWN] = "shutdown",
     [PMC_CTL_VOLUME_RECONNECT] = "volume-reconnect",
+    [PMC_CTL_VOLUME_CLEAR_ERROR] = "volume-clear-error",
 };
 
 /* fields each command takes besides "cmd" and "id" ("volume-add" takes the
@@ -48,6 +49,7 @@ static const char *const cmd_fields[PMC_CTL_CMD_NR][4] = {
     [PMC_CTL_FLUSH] = {"volume"},
     [PMC_CTL_SHUTDOWN] = {"remove_devices"},
     [PMC_CTL_VOLUME_RECONNECT] = {"name"},
+    [PMC_CTL_VOLUME_CLEAR_ERROR] = {"name"},
 };
 
 #define JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
@@ -409,6 +411,7 @@ static int decode_fields(struct json_object *o, struct pmc_ctl_req *r, struct pm
 			return volume_field(j, cmd, "volume", r->volume, err);
 		return 0;
 	case PMC_CTL_VOLUME_RECONNECT:
+	case PMC_CTL_VOLUME_CLEAR_ERROR:
 		if (!json_object_object_get_ex(o, "name", &j))
 			return pmc_err_set(err, EINVAL, "%s: missing \"name\"", cmd);
 		return volume_field(j, cmd, "name", r->volume, err);
@@ -601,6 +604,7 @@ static int encode_fields(struct json_object *o, const struct pmc_ctl_req *r)
 			rc = add(o, "value", jnum(r->key, r->value));
 		return rc;
 	case PMC_CTL_VOLUME_RECONNECT:
+	case PMC_CTL_VOLUME_CLEAR_ERROR:
 		return add(o, "name", json_object_new_string(r->volume));
 	case PMC_CTL_VOLUME_REMOVE:
 		rc = add(o, "name", json_object_new_string(r->volume));

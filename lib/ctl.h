@@ -71,6 +71,13 @@
  *       (the daemon otherwise retries with a back-off up to 60 s); the
  *       reply comes at once, status shows the path. EINVAL for a volume
  *       whose disk is a path.
+ *   {"cmd":"volume-clear-error","name":S}
+ *       The volume's disk works again: clear its error (status) and its
+ *       write-back back-off, so write-back tries at once. I/O started
+ *       before fails as before without setting the error again. While the
+ *       volume has LOST blocks (dirty data lost to pmem media errors) its
+ *       error stays EIO: the reply's "error" says what stands after the
+ *       clear, "was" what stood before (0: none).
  *   {"cmd":"volume-list"}
  *       The volumes, as in status.
  *   {"cmd":"set","volume":S?,"key":S,"value":N|S}
@@ -127,7 +134,7 @@
  *       "store_granularity":S?,"pmem_unavailable":B?,"volumes":[VOLUME]}
  *   @VOLUME {"name":S,"disk":S,"path":PATH?,"disk_id":S,"device":S,"mode":S,
  *       "draining":B,"size_bytes":N,"dirty_blocks":N,"clean_blocks":N,
- *       "counts_valid":B,
+ *       "lost_blocks":N,"counts_valid":B,
  *       "oldest_dirty_age_ms":N,"error":N,"error_text":S,"recovered":B}
  *   @PATH {"transport":S,"address":S,"controller":S,"device":S,"state":S,
  *       "reconnects":N}
@@ -140,6 +147,7 @@
  *   @volume-add {"ok":true,"volumes":[VOLUME]}
  *   @volume-remove {"ok":true}
  *   @volume-reconnect {"ok":true}
+ *   @volume-clear-error {"ok":true,"was":N,"error":N,"error_text":S}
  *   @volume-list {"ok":true,"volumes":[VOLUME]}
  *   @set {"ok":true}
  *   @get {"ok":true,"key":S,"volume":S?,"value":I|S}
@@ -175,6 +183,7 @@ enum pmc_ctl_cmd {
 	PMC_CTL_FLUSH,
 	PMC_CTL_SHUTDOWN,
 	PMC_CTL_VOLUME_RECONNECT,
+	PMC_CTL_VOLUME_CLEAR_ERROR,
 	PMC_CTL_CMD_NR,
 };
 
@@ -197,8 +206,8 @@ struct pmc_ctl_id {
 struct pmc_ctl_req {
 	enum pmc_ctl_cmd cmd;
 	struct pmc_ctl_id id;
-	/* stats, set, get, flush: "volume"; volume-remove, volume-reconnect: "name";
-	 * "" if absent */
+	/* stats, set, get, flush: "volume"; volume-remove, volume-reconnect,
+	 * volume-clear-error: "name"; "" if absent */
 	char volume[PMC_VOLUME_NAME_MAX + 1];
 	/* volume-add: name, disk and options, the absent ones at their defaults */
 	struct pmc_config_volume add;

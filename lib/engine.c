@@ -620,6 +620,15 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	atomic_store(&v->oldest_birth_ns, 0);
 	v->disk = disk;
 	v->attached_once = 1;
+	/* dirty data an earlier process lost to pmem media errors: the
+	 * volume's error from the start, as it was in that process */
+	if (e->c && vi.counts_valid && vi.nr_lost) {
+		atomic_store(&v->error, EIO);
+		pmc_log(LOG_ERR,
+			"volume %s: %" PRIu64 " blocks of its dirty data were lost to pmem media "
+			"errors; reads of them fail with EIO until they are written again",
+			name, vi.nr_lost);
+	}
 	pthread_mutex_unlock(&e->lock);
 	/* a volume attached in another mode may still hold dirty data */
 	if (vc->mode != PMC_MODE_WRITE_BACK)
@@ -838,17 +847,26 @@ int pmc_engine_volume_error(struct pmc_engine *e, uint32_t vol)
 	return v ? atomic_load(&v->error) : 0;
 }
 
-void pmc_engine_clear_error(struct pmc_engine *e, uint32_t vol)
+int pmc_engine_clear_error(struct pmc_engine *e, uint32_t vol)
 {
 	struct pmc_evol *v = pmc_eng_evol(e, vol);
+	struct pmc_volume_info vi;
 
-	if (v) {
-		/* I/O started before this point fails as the old path's */
-		atomic_fetch_add_explicit(&v->err_epoch, 1, memory_order_release);
-		atomic_store(&v->error, 0);
-		atomic_store(&v->retry_at_ns, 0);
-		atomic_store(&v->backoff_ms, 0);
+	if (!v)
+		return 0;
+	/* I/O started before this point fails as the old path's */
+	atomic_fetch_add_explicit(&v->err_epoch, 1, memory_order_release);
+	atomic_store(&v->retry_at_ns, 0);
+	atomic_store(&v->backoff_ms, 0);
+	atomic_store(&v->error, 0);
+	/* LOST blocks are data no disk holds: their error is not the disk's
+	 * to clear (looked at after the store: a block lost meanwhile sets it
+	 * again in pmc_eng_media_error, or is counted here) */
+	if (e->c && pmc_cache_volume_info(e->c, vol, &vi) == 0 && vi.nr_lost) {
+		atomic_store(&v->error, EIO);
+		return EIO;
 	}
+	return 0;
 }
 
 int pmc_eng_volume_failed(struct pmc_engine *e, uint32_t vol, int res, const char *what,
@@ -1322,6 +1340,7 @@ static void sample_volume(struct pmc_engine *e, uint32_t vol, struct pmc_vol_sta
 	if (e->c && pmc_cache_volume_info(e->c, vol, &vi) == 0) {
 		out->dirty_blocks += vi.nr_dirty;
 		out->clean_blocks += vi.nr_clean;
+		out->lost_blocks += vi.nr_lost;
 		out->dirty_bytes += vi.nr_dirty * e->bs;
 	}
 	if (oldest && oldest != UINT64_MAX && oldest < now_rt &&

@@ -132,7 +132,13 @@ void pmc_engine_set_wb_conf(struct pmc_engine *e, const struct pmc_wb_conf *wb);
 void pmc_engine_set_volatile(struct pmc_engine *e, uint32_t vol, int volatile_cache);
 /* first disk error of the volume (sticky until cleared), 0 if none */
 int pmc_engine_volume_error(struct pmc_engine *e, uint32_t vol);
-void pmc_engine_clear_error(struct pmc_engine *e, uint32_t vol);
+/*
+ * Clear the volume's error and write-back back-off (its disk works again):
+ * I/O started before fails as before, without setting the error again.
+ * While the volume has LOST blocks (dirty data lost to pmem media errors)
+ * the error stays EIO: that error is returned, else 0.
+ */
+int pmc_engine_clear_error(struct pmc_engine *e, uint32_t vol);
 
 /* --- queues and requests --- */
 

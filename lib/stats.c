@@ -79,6 +79,7 @@ uint64_t pmc_hist_percentile_us(const uint64_t *hist, double pct)
 	X(wb_errors, "errors")                                                                     \
 	X(dirty_blocks, "blocks")                                                                  \
 	X(clean_blocks, "blocks")                                                                  \
+	X(lost_blocks, "blocks")                                                                   \
 	X(dirty_bytes, "bytes")                                                                    \
 	X(oldest_dirty_age_ms, "ms")                                                               \
 	X(evictions, "blocks")

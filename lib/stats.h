@@ -46,6 +46,7 @@ struct pmc_vol_stats {
 	int error;		      /* sticky first disk error (errno), 0 if none */
 	/* state, sampled */
 	uint64_t dirty_blocks, clean_blocks;
+	uint64_t lost_blocks;	      /* dirty data lost to pmem media errors (LOST) */
 	uint64_t dirty_bytes;
 	uint64_t oldest_dirty_age_ms; /* as of the last write-back scan */
 	uint64_t evictions;	      /* cache-wide only */

@@ -90,8 +90,8 @@ int main(void)
 	T_OK(P("volume", "add", "v1", "dev/x"));
 	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "absolute");
 	T_ERR(P("volume", "add", "v1"), EINVAL, "expects 2 to");
-	T_ERR(P("volume"), EINVAL, "add, remove, list or reconnect");
-	T_ERR(P("volume", "rename"), EINVAL, "add, remove, list or reconnect");
+	T_ERR(P("volume"), EINVAL, "add, remove, list, reconnect or clear-error");
+	T_ERR(P("volume", "rename"), EINVAL, "add, remove, list, reconnect or clear-error");
 
 	/* an NVMe-oF namespace: DISK nvmf and the disk.* keys */
 	T_OK(P("volume", "add", "net", "nvmf", "disk.transport=tcp", "disk.traddr=10.0.0.2",
@@ -120,6 +120,13 @@ int main(void)
 	T_OK(pmc_cli_build_req(&a, &req, &err));
 	T_TRUE(req.cmd == PMC_CTL_VOLUME_RECONNECT && !strcmp(req.volume, "net"));
 	T_ERR(P("volume", "reconnect"), EINVAL, "expects 1");
+	T_OK(P("volume", "clear-error", "v0"));
+	T_OK(pmc_cli_build_req(&a, &req, &err));
+	T_TRUE(req.cmd == PMC_CTL_VOLUME_CLEAR_ERROR && !strcmp(req.volume, "v0"));
+	T_ERR(P("volume", "clear-error"), EINVAL, "expects 1");
+	T_ERR(P("volume", "clear-error", "a", "b"), EINVAL, "expects 1");
+	T_OK(P("volume", "clear-error", "bad/name"));
+	T_ERR(pmc_cli_build_req(&a, &req, &err), EINVAL, "volume");
 
 	T_OK(P("volume", "remove", "v1", "--force"));
 	T_OK(pmc_cli_build_req(&a, &req, &err));

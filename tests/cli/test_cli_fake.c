@@ -8,6 +8,7 @@
 #include <grp.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/stat.h>
@@ -88,6 +89,11 @@ static void serve_conn(int fd)
 					"\"device\":\"/dev/ublkb0\",\"ublk_id\":0,"
 					"\"mode\":\"write-back\",\"draining\":false,\"size_bytes\":1073741824,"
 					"\"dirty_blocks\":100,\"clean_blocks\":50,\"error\":5,"
+					"\"error_text\":\"Input/output error\",\"recovered\":false},"
+					"{\"name\":\"v1\",\"disk\":\"/dev/nvme1n1\",\"disk_id\":\"\","
+					"\"device\":\"/dev/ublkb1\",\"mode\":\"write-back\","
+					"\"draining\":false,\"size_bytes\":4096,\"dirty_blocks\":0,"
+					"\"clean_blocks\":0,\"lost_blocks\":3,\"error\":5,"
 					"\"error_text\":\"Input/output error\",\"recovered\":false}]}");
 				put(fd, pmc_ctl_reply_ok(&r.id, o));
 			} else if (r.cmd == PMC_CTL_FLUSH && !strcmp(r.volume, "nosuch")) {
@@ -115,6 +121,18 @@ static void serve_conn(int fd)
 									"{\"total\":{\"reads\":7}}")));
 				close(fd);
 				return;
+			} else if (r.cmd == PMC_CTL_VOLUME_CLEAR_ERROR) {
+				/* v0: its disk's error cleared; v1: LOST blocks keep
+				 * EIO; v2: no error */
+				int was = strcmp(r.volume, "v2") ? EIO : 0;
+				int now = !strcmp(r.volume, "v1") ? EIO : 0;
+				json_object *o = json_object_new_object();
+
+				json_object_object_add(o, "was", json_object_new_int(was));
+				json_object_object_add(o, "error", json_object_new_int(now));
+				json_object_object_add(o, "error_text",
+						       json_object_new_string(now ? strerror(now) : ""));
+				put(fd, pmc_ctl_reply_ok(&r.id, o));
 			} else if (r.cmd == PMC_CTL_VOLUME_RECONNECT) {
 				/* the daemon's own connect refused (NVMe/TCP) */
 				put(fd, pmc_ctl_reply_error(&r.id, ECONNREFUSED,
@@ -145,6 +163,9 @@ static pid_t start_server(void)
 	pid = fork();
 	T_TRUE(pid >= 0);
 	if (pid == 0) {
+		/* a failed check ends the test: the fake goes with it (else it
+		 * holds ctest's pipe open until the timeout) */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		for (;;) {
 			int fd = accept(lfd, NULL, NULL);
 
@@ -373,13 +394,24 @@ int main(int argc, char **argv)
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "reconnect", "net"), 1);
 	T_TRUE(strstr(err, "Connection refused") && !strstr(err, "not running"));
 
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "clear-error", "v0"), 0);
+	T_TRUE(!strcmp(out, "volume v0: error cleared (was: Input/output error); write-back tries "
+			    "at once\n") && !err[0]);
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "clear-error", "v1"), 0);
+	T_TRUE(!strcmp(out, "volume v1: error kept: Input/output error (dirty data lost to pmem "
+			    "media errors; reads of it fail until it is written again)\n"));
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "clear-error", "v2"), 0);
+	T_TRUE(!strcmp(out, "volume v2: had no error\n"));
+
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "remove", "v0"), 6);
 	T_TRUE(strstr(err, "in use\n") && !strchr(err, '\n')[1]);
 
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "status", NULL, NULL), 0);
 	T_TRUE(strstr(out, "dirty 400 KiB (10.0%), clean 200 KiB (5.0%)"));
-	T_TRUE(strstr(out, "v0      write-back  failed  /dev/ublkb0  /dev/nvme0n1  nvme.sn-S123-ns1  "
+	T_TRUE(strstr(out, "v0      write-back  failed     /dev/ublkb0  /dev/nvme0n1  nvme.sn-S123-ns1  "
 			   "1.00 GiB"));
+	/* LOST blocks (dirty data lost to pmem media errors) show first */
+	T_TRUE(strstr(out, "v1      write-back  lost-data  /dev/ublkb1  /dev/nvme1n1  -  "));
 	T_TRUE(strstr(out, "Input/output error"));
 
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "get", "log.level", NULL), 1);

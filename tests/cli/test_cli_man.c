@@ -41,9 +41,13 @@ static void roffify(const char *s, char *out, size_t len)
 /* page has an entry for command c: a line after ".TP" that sets it in
  * bold (".B c", ".BR c ...", ".BI \"c ...") (any stray mention of the word
  * passed before) */
-static int tp_entry(const char *page, const char *c)
+static int tp_entry(const char *page, const char *cmd)
 {
-	size_t n = strlen(c);
+	char c[64];
+	size_t n;
+
+	roffify(cmd, c, sizeof(c)); /* "clear\-error" as the page has it */
+	n = strlen(c);
 
 	for (const char *l = strstr(page, "\n.TP\n"); l; l = strstr(l + 1, "\n.TP\n")) {
 		const char *e = l + 5;
@@ -64,9 +68,22 @@ static int tp_entry(const char *page, const char *c)
 
 int main(int argc, char **argv)
 {
-	static const char *const cmds[] = {"status", "stats", "volume add", "volume remove",
-					   "volume list", "volume reconnect", "set", "get", "flush", "shutdown", "check",
-					   "format", "dump", "disks", "version"};
+	static const char *const cmds[] = {"status",
+					   "stats",
+					   "volume add",
+					   "volume remove",
+					   "volume list",
+					   "volume reconnect",
+					   "volume clear-error",
+					   "set",
+					   "get",
+					   "flush",
+					   "shutdown",
+					   "check",
+					   "format",
+					   "dump",
+					   "disks",
+					   "version"};
 	char *conf, *ctl, *help, cmd[512], pat[256];
 	FILE *p;
 	size_t n;

@@ -730,6 +730,11 @@ static void test_nvmf(void)
 	BAD("{\"cmd\":\"volume-reconnect\"}", EINVAL, "volume-reconnect: missing \"name\"");
 	BAD("{\"cmd\":\"volume-reconnect\",\"name\":\"net\",\"force\":true}", EINVAL,
 	    "force");
+	req_init(&r, PMC_CTL_VOLUME_CLEAR_ERROR);
+	strcpy(r.volume, "v0");
+	ROUND_TRIP(&r, "{\"cmd\":\"volume-clear-error\",\"name\":\"v0\"}\n");
+	BAD("{\"cmd\":\"volume-clear-error\"}", EINVAL, "volume-clear-error: missing \"name\"");
+	BAD("{\"cmd\":\"volume-clear-error\",\"name\":\"a/b\"}", EINVAL, "name");
 
 	/* get of a secret: set or not, never the value */
 	pmc_config_volume_default(&v);

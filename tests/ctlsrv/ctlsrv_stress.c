@@ -904,6 +904,7 @@ static void t_privileges(void)
 	    "{\"cmd\":\"volume-remove\",\"name\":\"v0\",\"force\":true}\n",
 	    "{\"cmd\":\"volume-add\",\"name\":\"x\",\"disk\":\"/dev/null\"}\n",
 	    "{\"cmd\":\"shutdown\"}\n",
+	    "{\"cmd\":\"volume-clear-error\",\"name\":\"v0\"}\n",
 	};
 
 	unsigned snaps = atomic_load(g_snapshots);
@@ -919,6 +920,9 @@ static void t_privileges(void)
 		expect_err(NOBODY, ctl_gid, rw[i], EPERM, "permission denied");
 	expect_ok(NOBODY, admin_gid, rw[0], "set");
 	expect_ok(NOBODY, admin_gid, rw[1], "flush");
+	expect_ok(NOBODY, admin_gid, rw[5], "volume-clear-error");
+	expect_err(0, 0, "{\"cmd\":\"volume-clear-error\",\"name\":\"nope\"}\n", ENOENT,
+		   "volume nope: not served");
 	/* control.admin_group as the last of many supplementary groups: the
 	 * peer's groups as the socket has them (a fixed line buffer of /proc's
 	 * "Groups:" cut a long list, and could read half a number as a group) */

@@ -289,6 +289,7 @@ int main(void)
 	struct pmc_disk *d;
 	struct pmc_cache_info ci;
 	struct pmc_check_report rep;
+	struct pmc_vol_stats vs;
 	uint64_t n, cut, size, *blk_of;
 	uint8_t *state_of, *lost;
 	uint32_t vol;
@@ -367,9 +368,14 @@ int main(void)
 	printf("ok: %u poisoned dirty blocks read: EIO, the volume's error is EIO\n", nread_dirty);
 	/* the other half: write-back cannot read them, quarantines them and
 	 * finishes; the disk keeps its older data, no disk error is recorded */
-	pmc_engine_clear_error(e, vol);
+	/* a LOST block keeps the volume's error: no disk holds its data */
+	T_EQ(pmc_engine_clear_error(e, vol), EIO);
+	T_EQ(pmc_engine_volume_error(e, vol), EIO);
 	T_OK(pmc_engine_flush_all(e, q, UINT32_MAX, NULL, NULL, &err));
 	T_EQ(pmc_engine_volume_error(e, vol), EIO); /* the loss, not a disk failure */
+	T_OK(pmc_engine_stats(e, vol, &vs));
+	T_EQ(vs.wb_errors, 0);
+	T_EQ(vs.lost_blocks, ndirty);
 	for (uint64_t lba = 0; lba < n; lba++) {
 		if (blk_of[lba] >= cut && state_of[lba] == PMC_BLK_DIRTY && !lost[lba]) {
 			lost[lba] = 1;
@@ -453,11 +459,29 @@ int main(void)
 	T_OK(pmc_engine_create(c, NULL, &e, &err));
 	T_OK(pmc_disk_open(disk, 0, &d, &err));
 	T_OK(pmc_engine_attach(e, "v", d, NULL, &vol, &err));
+	/* the new process knows the loss before any read of it: the
+	 * volume's error and its count, which a clear keeps */
+	T_EQ(pmc_engine_volume_error(e, vol), EIO);
+	T_OK(pmc_engine_stats(e, vol, &vs));
+	T_EQ(vs.lost_blocks, ndirty - 1);
+	T_EQ(pmc_engine_clear_error(e, vol), EIO);
 	T_OK(pmc_queue_create(e, 4, &q, &err));
 	for (uint64_t lba = 0; lba < n; lba++)
 		if (lost[lba])
 			T_EQ(run(q, PMC_REQ_READ, vol, lba, buf), -EIO);
 	T_EQ(pmc_engine_volume_error(e, vol), EIO);
+	/* every lost block written again: nothing lost, the error clears */
+	for (uint64_t lba = 0; lba < n; lba++) {
+		if (!lost[lba])
+			continue;
+		fill(buf, lba, 4);
+		T_EQ(run(q, PMC_REQ_WRITE, vol, lba, buf), 0);
+	}
+	T_OK(pmc_engine_stats(e, vol, &vs));
+	T_EQ(vs.lost_blocks, 0);
+	T_EQ(pmc_engine_volume_error(e, vol), EIO);
+	T_EQ(pmc_engine_clear_error(e, vol), 0);
+	T_EQ(pmc_engine_volume_error(e, vol), 0);
 	pmc_queue_destroy(q);
 	pmc_engine_destroy(e);
 	pmc_cache_close(c);
