@@ -363,13 +363,14 @@ static int state_mark_dirty_locked(struct pmc_engine *e, struct pmc_evol *v, con
  * record is clean again. Under e->lock, before the volume is referenced.
  */
 static int state_unbypass(struct pmc_engine *e, uint32_t slot, const char *name, int created,
-			  struct pmc_err *err)
+			  int *bypassed, struct pmc_err *err)
 {
 	uint64_t ndirty;
 	int rc;
 
 	if (!e->state || pmc_state_get(e->state, name) != PMC_STATE_BYPASSED)
 		return 0;
+	*bypassed = 1;
 	if (!created) {
 		rc = pmc_cache_volume_drop(e->c, slot, &ndirty, err);
 		if (rc == -EBUSY && ndirty) {
@@ -505,7 +506,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	struct pmc_volume_info vi;
 	struct pmc_evol *v;
 	uint32_t slot;
-	int rc, clean_stop = 1, created = 0;
+	int rc, clean_stop = 1, created = 0, bypassed = 0;
 	char nid[PMC_DISK_ID_MAX + 1] = "";
 
 	if (!vc) {
@@ -535,7 +536,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 		 * checked first: another disk is refused as such, whatever its size */
 		rc = e->vols[slot].disk ? 0 : pmc_disk_id_attach(e->c, slot, name, disk, flags, err);
 		if (!rc && !e->vols[slot].disk)
-			rc = state_unbypass(e, slot, name, 0, err);
+			rc = state_unbypass(e, slot, name, 0, &bypassed, err);
 		if (rc) {
 			pthread_mutex_unlock(&e->lock);
 			return rc;
@@ -553,7 +554,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	} else {
 		uint64_t size = disk->size / e->bs * e->bs;
 
-		rc = state_unbypass(e, 0, name, 1, err);
+		rc = state_unbypass(e, 0, name, 1, &bypassed, err);
 		if (!rc)
 			rc = pmc_disk_id_volume_add(e->c, name, disk, size, &slot, err);
 		if (rc) {
@@ -603,12 +604,17 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	atomic_store(&v->wb_corrupt, 0);
 	atomic_store(&v->backoff_ms, 0);
 	atomic_store(&v->retry_at_ns, 0);
-	/* unsynced: the first flush syncs. After an unclean stop the last
-	 * process may have left acknowledged plain writes in the disk's
-	 * volatile cache: then no fill either until a sync (ORDERING.md) */
+	/* After an unclean stop the last process may have left acknowledged
+	 * plain writes in the disk's volatile cache: the first flush syncs,
+	 * and no fill is admitted until a sync (ORDERING.md). After a clean
+	 * stop (which synced the disk) of the last process that served the
+	 * volume through this cache, nothing is owed: a flush before any plain
+	 * write syncs nothing (a volume served on a placeholder, whose disk
+	 * cannot sync, would otherwise fail every flush). A new volume, or one
+	 * served without the cache since (bypassed), syncs at its first. */
 	if (plain_unsynced(v))
 		clean_stop = 0; /* the slot's last detach could not sync */
-	atomic_store(&v->wr_synced, 0);
+	atomic_store(&v->wr_synced, e->c && clean_stop && !created && !bypassed ? WR_GEN_FRESH : 0);
 	atomic_store(&v->sync_lost, 0);
 	atomic_store(&v->wr_done, WR_GEN_FRESH + !clean_stop);
 	atomic_store(&v->plain_flying, 0);

@@ -42,7 +42,8 @@
 #define HIT_BLK (UINT64_MAX - 1) /* read: served from pmem already */
 #define UCOPY_HIT (1ull << 62)	 /* read, user copy: pinned hit not yet sent */
 /* wr_done of a volume attached after a clean stop, with no plain disk
- * write since: unsynced for flushes, but fills may be admitted */
+ * write since: fills may be admitted; a flush syncs unless wr_synced
+ * starts there too (pmc_engine_attach_flags: a known volume, not bypassed) */
 #define WR_GEN_FRESH 1u
 
 /*
