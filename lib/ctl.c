@@ -252,6 +252,85 @@ static size_t utf8_seq(const unsigned char *p)
 	return n;
 }
 
+/* p as one line of valid UTF-8 into out (cap bytes with the NUL, cut at a
+ * character): control characters (C0, DEL, C1) become spaces, bytes of no
+ * valid sequence '?'. The text's length. */
+static size_t text_clean(const unsigned char *p, char *out, size_t cap)
+{
+	size_t n = 0;
+
+	while (*p && n + 1 < cap) {
+		size_t l = utf8_seq(p);
+
+		if (!l && p[0] == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0) {
+			out[n++] = ' '; /* a C1 control, two bytes */
+			p += 2;
+			continue;
+		}
+		if (!l) {
+			out[n++] = *p < 0x80 ? ' ' : '?';
+			p++;
+			continue;
+		}
+		if (n + l >= cap)
+			break;
+		memcpy(out + n, p, l);
+		n += l;
+		p += l;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* every string in o (a reply) made one line of valid UTF-8, as
+ * text_clean: a disk's identity, path or serial may hold any byte (a
+ * reply a client cannot parse would break status for every client) */
+static void clean_strings(struct json_object *o, int depth)
+{
+	if (depth > REPLY_DEPTH)
+		return;
+	switch (json_object_get_type(o)) {
+	case json_type_string: {
+		const unsigned char *p = (const unsigned char *)json_object_get_string(o);
+		size_t len = (size_t)json_object_get_string_len(o), i = 0;
+		char *out;
+
+		while (i < len) {
+			size_t l = utf8_seq(p + i);
+
+			if (!l)
+				break;
+			i += l;
+		}
+		if (i == len)
+			return;
+		out = malloc(len + 1);
+		if (out) {
+			text_clean(p, out, len + 1);
+			json_object_set_string(o, out);
+			free(out);
+		} else {
+			json_object_set_string(o, "?");
+		}
+		return;
+	}
+	case json_type_object: {
+		json_object_object_foreach(o, key, val)
+		{
+			(void)key;
+			clean_strings(val, depth + 1);
+		}
+		return;
+	}
+	case json_type_array:
+		for (size_t i = 0; i < json_object_array_length(o); i++)
+			clean_strings(json_object_array_get_idx(o, i), depth + 1);
+		return;
+	default:
+		return;
+	}
+}
+
 static int id_decode(struct json_object *j, struct pmc_ctl_id *id, const char *what, int code,
 		     struct pmc_err *err)
 {
@@ -705,35 +784,20 @@ char *pmc_ctl_reply_ok(const struct pmc_ctl_id *id, struct json_object *payload)
 		rc = add(o, "value", json_object_get(payload));
 	}
 	json_object_put(payload);
+	if (!rc)
+		clean_strings(o, 0);
 	return finish(o, rc);
 }
 
 char *pmc_ctl_reply_error(const struct pmc_ctl_id *id, int errnum, const char *msg)
 {
 	struct json_object *o = reply_new(id);
-	const unsigned char *p = (const unsigned char *)(msg ? msg : "");
 	char line[PMC_CTL_ERROR_MAX];
-	size_t n = 0;
 	int rc;
 
 	if (!o)
 		return NULL;
-	/* one line of valid UTF-8: control characters become spaces, bad bytes '?' */
-	while (*p && n + 1 < sizeof(line)) {
-		size_t l = utf8_seq(p);
-
-		if (!l) {
-			line[n++] = *p < 0x80 ? ' ' : '?';
-			p++;
-			continue;
-		}
-		if (n + l >= sizeof(line))
-			break;
-		memcpy(line + n, p, l);
-		n += l;
-		p += l;
-	}
-	line[n] = '\0';
+	text_clean((const unsigned char *)(msg ? msg : ""), line, sizeof(line));
 	if (errnum < 0)
 		errnum = -errnum;
 	if (errnum == 0 || errnum > 4095)
@@ -785,6 +849,8 @@ char *pmc_ctl_reply_value(const struct pmc_ctl_id *id, const char *volume,
 		rc = add(o, "value", v);
 	else
 		json_object_put(v);
+	if (!rc)
+		clean_strings(o, 0);
 	return finish(o, rc);
 }
 

@@ -574,6 +574,26 @@ static void test_replies(void)
 		free(big);
 	}
 
+	/* an ok reply's strings made safe alike, however deep: a disk's
+	 * identity or serial may hold any byte, and one reply the clients
+	 * cannot parse broke status for all of them */
+	{
+		json_object *o = json_object_new_object(), *a = json_object_new_array(),
+			    *v = json_object_new_object();
+
+		json_object_object_add(v, "disk_id",
+				       json_object_new_string("file-caf\xc3\xa9\xff\xc3-\x1b[31m\xc2\x9b"));
+		json_object_object_add(v, "name", json_object_new_string("v0"));
+		json_object_array_add(a, v);
+		json_object_object_add(o, "volumes", a);
+		s = pmc_ctl_reply_ok(NULL, o);
+		EXPECT_LINE(s, "{\"v\":1,\"ok\":true,\"volumes\":[{\"disk_id\":\"file-caf\xc3\xa9?\?- "
+			       "[31m \",\"name\":\"v0\"}]}\n");
+		T_OK(pmc_ctl_decode_reply(s, strlen(s), &rep, &err));
+		pmc_ctl_reply_free(&rep);
+		free(s);
+	}
+
 	s = pmc_ctl_reply_progress(&id7, 123456789012ull);
 	EXPECT_LINE(s, "{\"v\":1,\"id\":7,\"progress\":{\"dirty_blocks\":123456789012}}\n");
 	T_OK(pmc_ctl_decode_reply(s, strlen(s), &rep, &err));
