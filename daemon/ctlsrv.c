@@ -133,6 +133,9 @@ struct ctlsrv {
 	int exited;		/* the worker returned (lock) */
 	ev_async job_done;
 	ev_timer job_tick;
+	/* lines any client can cause, again and again: a flood of them would
+	 * push everything else out of the journal (its per-unit limit) */
+	struct pmc_ratelimit rl_refused, rl_client;
 };
 
 static void conn_update(struct conn *c);
@@ -238,9 +241,10 @@ static void conn_send(struct conn *c, char *line)
 	}
 	n = strlen(line);
 	if (c->out_len + n > OUT_HARD) {
-		pmc_log(LOG_WARNING,
-			"control: uid %u pid %d: %zu bytes of replies unread; dropping the client",
-			c->uid, c->pid, c->out_len);
+		pmc_log_ratelimited(&c->srv->rl_client, LOG_WARNING,
+				    "control: uid %u pid %d: %zu bytes of replies unread; dropping the "
+				    "client",
+				    c->uid, c->pid, c->out_len);
 		free(line);
 		conn_close(c);
 		return;
@@ -949,10 +953,10 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 		const char *what = r.cmd == PMC_CTL_VOLUME_ADD ? r.add.name : r.volume;
 
 		if (!c->admin) {
-			pmc_log(LOG_WARNING,
-				"control: uid %u pid %d: %s%s%s%s%s: refused, not an admin", c->uid,
-				c->pid, pmc_ctl_cmd_name(r.cmd), what[0] ? " " : "", what,
-				r.key ? " " : "", r.key ? r.key->key : "");
+			pmc_log_ratelimited(&s->rl_refused, LOG_WARNING,
+					    "control: uid %u pid %d: %s%s%s%s%s: refused, not an admin",
+					    c->uid, c->pid, pmc_ctl_cmd_name(r.cmd), what[0] ? " " : "",
+					    what, r.key ? " " : "", r.key ? r.key->key : "");
 			snprintf(msg, sizeof(msg), "%s: permission denied: root%s%s only",
 				 pmc_ctl_cmd_name(r.cmd),
 				 s->has_admin_gid ? " or control.admin_group " : "",

@@ -56,6 +56,14 @@ static void count_snapshot(void)
 {
 	atomic_fetch_add(g_snapshots, 1);
 }
+/* the server's log lines of refused requests (shared with it) */
+static atomic_uint *g_refused_lines;
+static void log_sink(int prio, const char *line)
+{
+	if (strstr(line, "refused, not an admin") || strstr(line, "suppressed"))
+		atomic_fetch_add(g_refused_lines, 1);
+	fprintf(stderr, "<%d>%s\n", prio, line);
+}
 static gid_t ctl_gid, admin_gid;
 
 /* --- the server (child process) --- */
@@ -935,6 +943,25 @@ static void t_privileges(void)
 	expect_err(NOBODY, ctl_gid, rw[0], EPERM, "permission denied");
 	g_nextra = 0;
 	expect_ok(0, 0, "{\"cmd\":\"set\",\"key\":\"writeback.high_pct\",\"value\":50}\n", "set");
+	/* a reader sending refused requests as fast as it can: each is
+	 * refused, but the log gets a burst, not a line each */
+	{
+		unsigned before = atomic_load(g_refused_lines), lines;
+		int fd = conn_as(NOBODY, ctl_gid);
+		struct pmc_ctl_reply r;
+
+		T_TRUE(fd >= 0);
+		for (int i = 0; i < 500; i++) {
+			send_all(fd, rw[0], strlen(rw[0]));
+			reply_on(fd, rw[0], "error", &r, NULL);
+			T_TRUE(r.kind == PMC_CTL_REPLY_ERROR && r.errnum == EPERM);
+			pmc_ctl_reply_free(&r);
+		}
+		close(fd);
+		lines = atomic_load(g_refused_lines) - before;
+		printf("ok: 500 refused requests of a reader: %u log lines\n", lines);
+		T_TRUE(lines >= 1 && lines <= PMC_RATELIMIT_BURST + 1);
+	}
 	status_ok("privileges");
 	printf("ok: privileges: control.group reads, control.admin_group and root change\n");
 }
@@ -1075,9 +1102,11 @@ int main(int argc, char **argv)
 	T_TRUE(chmod(dir, 0755) == 0);
 	T_TRUE(setgroups(0, NULL) == 0);
 	pmc_log_set_level(LOG_INFO);
-	g_snapshots = mmap(NULL, sizeof(*g_snapshots), PROT_READ | PROT_WRITE,
+	g_snapshots = mmap(NULL, 2 * sizeof(*g_snapshots), PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	T_TRUE(g_snapshots != MAP_FAILED);
+	g_refused_lines = g_snapshots + 1;
+	pmc_log_set_sink(log_sink);
 	pmc_test_counts_snapshot = count_snapshot;
 	server = fork();
 	T_TRUE(server >= 0);
