@@ -12,8 +12,9 @@
  * Bounds (a root daemon serving any member of a group): at most MAX_CONNS
  * connections, the last ADMIN_SLOTS of them kept for root and
  * control.admin_group (readers cannot lock the admins out) and the last
- * ROOT_SLOTS for root; a full server
- * answers a busy error before closing. Per connection one request line of
+ * ROOT_SLOTS for root, and at most UID_SLOTS of one user that is only a
+ * member of control.group (one cannot lock the other readers out); a full
+ * server answers a busy error before closing. Per connection one request line of
  * PMC_CTL_MAX_LINE, unsent output past OUT_SOFT stops the reading of its
  * requests, past OUT_HARD drops the client; a connection with no traffic
  * for control.idle_timeout seconds (and no operation running) is closed.
@@ -69,6 +70,7 @@
 #define MAX_CONNS 64
 #define ROOT_SLOTS 1		      /* of MAX_CONNS, kept for root */
 #define ADMIN_SLOTS 8		      /* ... kept for root and control.admin_group */
+#define UID_SLOTS 16		      /* ... that one control.group member may hold */
 #define OUT_SOFT (256u << 10)	      /* bytes unsent: stop reading requests */
 #define OUT_HARD (OUT_SOFT + PMC_CTL_MAX_REPLY) /* bytes unsent: drop the client */
 #define LINES_PER_RUN 64	      /* requests handled per callback */
@@ -1262,6 +1264,24 @@ static void accept_one(struct ctlsrv *s, int fd)
 				    cr.uid, cr.pid, msg);
 		refuse(fd, EBUSY, msg);
 		return;
+	}
+	if (!admin) {
+		unsigned mine = 0;
+
+		for (struct conn *o = s->conns; o; o = o->next)
+			mine += o->uid == cr.uid;
+		if (mine >= UID_SLOTS) {
+			static struct pmc_ratelimit rl;
+
+			snprintf(msg, sizeof(msg),
+				 "daemon busy: uid %u has %u control connections open (the limit "
+				 "for a control.group member); try again",
+				 cr.uid, mine);
+			pmc_log_ratelimited(&rl, LOG_WARNING, "control: uid %u pid %d refused: %s",
+					    cr.uid, cr.pid, msg);
+			refuse(fd, EBUSY, msg);
+			return;
+		}
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {

@@ -22,8 +22,8 @@
  *   (4 MiB). Lines are UTF-8 without NUL bytes (not even as \u0000 in a
  *   string). Requests nest no deeper than PMC_CTL_MAX_DEPTH.
  *   The daemon serves 64 connections at most, the last 8 kept for
- *   control.admin_group and root, the last one of them for root;
- *   a connection over the limit gets one EBUSY line ("daemon busy") and is
+ *   control.admin_group and root, the last one of them for root, and 16
+ *   of one user that is only in control.group; a connection over a limit gets one EBUSY line ("daemon busy") and is
  *   closed. It stops reading a client that leaves 256 KiB of replies
  *   unread, drops one that leaves 4.25 MiB, and closes a connection idle
  *   for control.idle_timeout seconds (unless its request is running).

@@ -826,10 +826,11 @@ static void t_flood(void)
 	       errors, oks);
 }
 
-/* 200 connections of a member of control.group at once: 56 are served,
- * the others told "busy"; a member of control.admin_group and root still
- * get in while they are held (the last 8 slots are theirs, the last one
- * root's). */
+/* 200 connections of members of control.group at once (four users, 50
+ * each): 56 are served, the others told "busy"; a member of
+ * control.admin_group and root still get in while they are held (the last
+ * 8 slots are theirs, the last one root's). Then one member alone: 16 of
+ * its connections are served, the next told busy, another member is not. */
 static void t_many(void)
 {
 	enum { N = 200 };
@@ -843,7 +844,8 @@ static void t_many(void)
 		static const char req[] = "{\"cmd\":\"status\"}\n";
 		ssize_t n;
 
-		fds[i] = conn_member();
+		fds[i] = conn_as(NOBODY - (uid_t)(i % 4), ctl_gid);
+		T_TRUE(fds[i] >= 0);
 		/* a connection over the limit is told busy and closed as soon
 		 * as the server accepts it, which on a loaded machine can come
 		 * before this request: EPIPE then, and the busy line is still
@@ -889,6 +891,22 @@ static void t_many(void)
 	close(rootfd);
 	close(admfd);
 	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	usleep(200000); /* the server saw them closed */
+	for (int i = 0; i < 17; i++) {
+		fds[i] = conn_member();
+		send_str(fds[i], "{\"cmd\":\"status\"}\n");
+		T_TRUE(recv_line(fds[i], buf, sizeof(buf), 10000) > 0);
+		T_OK(pmc_ctl_decode_reply(buf, strlen(buf), &r, &err));
+		if (i < 16 && r.kind != PMC_CTL_REPLY_OK)
+			T_FAIL("member connection %d of one user: %s", i, r.error);
+		if (i == 16 && (r.kind != PMC_CTL_REPLY_ERROR || r.errnum != EBUSY ||
+				!strstr(r.error, "(the limit for a control.group member)")))
+			T_FAIL("a member's 17th connection: %s", r.kind == PMC_CTL_REPLY_OK ? "served" : r.error);
+		pmc_ctl_reply_free(&r);
+	}
+	expect_ok(NOBODY - 1, ctl_gid, "{\"cmd\":\"status\"}\n", "status");
+	for (int i = 0; i < 17; i++)
 		close(fds[i]);
 	status_ok("200 connections");
 	printf("ok: 200 connections: %d served, %d told busy, an admin and root got in\n", ok,

@@ -90,7 +90,9 @@ wait $SAMPLER
 kill -0 $PID 2>/dev/null && ok "pmcached alive after the stress" || { bad "pmcached died"; tail -30 "$LOG"; exit 1; }
 [ -e /tmp/fio.fail ] && bad "fio verify failed in passes $(cat /tmp/fio.fail | tr '\n' ' ')" ||
 	ok "fio: $(cat /tmp/fio.passes) passes written and verified during the stress"
+rss >>/tmp/rss.txt
 MAX=$(sort -n /tmp/rss.txt | tail -1)
+[ -n "$RSS0" ] && [ -n "$MAX" ] || { bad "no RSS samples of pmcached (start '$RSS0', during '$MAX')"; exit 1; }
 echo "pmcached VmRSS: $RSS0 KiB at start, at most $MAX KiB during the stress"
 [ $((MAX - RSS0)) -le 65536 ] && ok "RSS grew $((MAX - RSS0)) KiB (bound 64 MiB)" ||
 	bad "RSS grew $((MAX - RSS0)) KiB"

@@ -43,10 +43,18 @@ volumes = (
 );
 EOC
 }
-sums() { # the first MIB MiB of both disks, read around any cache
+sums() { # the first MIB MiB of both disks, read around any cache; a read
+	# that fails or comes short is a failure (not the hash of nothing)
 	for _d in "$D0" "$D1"; do
-		dd if="$_d" bs=1M count=$MIB iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1
+		if dd if="$_d" of=/tmp/sum.img bs=1M count=$MIB iflag=direct 2>/dev/null &&
+			[ "$(stat -c %s /tmp/sum.img)" = $((MIB << 20)) ]; then
+			md5sum </tmp/sum.img | cut -d' ' -f1
+		else
+			touch /tmp/sum.bad # a subshell: FAIL set here would not stay
+			echo "unreadable-$_d"
+		fi
 	done | tr '\n' ' '
+	rm -f /tmp/sum.img
 }
 # second DESC CONF PATTERN: a pmcached that must exit non-zero within 60 s
 # with PATTERN in its one error line
@@ -113,6 +121,7 @@ grep -q "volume vol0: wrong disk: the cache recorded $ID0, $D1 is $ID1" $OUT &&
 grep -q "volume vol1: wrong disk: the cache recorded $ID1, $D0 is $ID0" $OUT &&
 	ok "vol1 refused" || bad "vol1 refusal"
 AFTER=$(sums)
+[ ! -e /tmp/sum.bad ] || bad "a disk could not be read whole: $BEFORE -> $AFTER"
 [ "$BEFORE" = "$AFTER" ] && ok "neither disk changed" || bad "disks changed: $BEFORE -> $AFTER"
 
 # --- 4. takeover with the ublk ids exchanged ------------------------------
