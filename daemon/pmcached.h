@@ -96,7 +96,12 @@ static inline const char *pmcd_volume_disk_id(struct pmcd *d, struct pmcd_volume
 {
 	struct pmc_volume_info vi;
 
-	if (!d->cache || pmc_cache_volume_info(d->cache, v->vol, &vi) || vi.id_state != 1)
+	if (!d->cache) {
+		/* served without the cache: the identity it was attached with */
+		pmc_engine_volume_disk_id(d->e, v->vol, v->disk_id, sizeof(v->disk_id));
+		return v->disk_id;
+	}
+	if (pmc_cache_volume_info(d->cache, v->vol, &vi) || vi.id_state != 1)
 		return "";
 	snprintf(v->disk_id, sizeof(v->disk_id), "%s", vi.disk_id.text);
 	return v->disk_id;

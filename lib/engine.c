@@ -315,7 +315,10 @@ static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_dis
 	if (free_slot == UINT32_MAX)
 		return pmc_err_set(err, ENOSPC, "volume %s: no free volume slot", name);
 	/* the disk must be the volume's, as with the cache (diskid.c): its
-	 * identity recorded in the state file, where the file has one */
+	 * identity recorded in the state file, where the file has one; the
+	 * identity found is the volume's from now on (an NVMe-oF path that
+	 * comes back under another name is checked against it, and the state
+	 * file records it) */
 	id[0] = '\0';
 	if (pmc_state_get_id(e->state, name, id, PMC_DISK_ID_MAX + 1) == 0) {
 		struct pmc_disk_id found;
@@ -328,6 +331,12 @@ static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_dis
 					   "volume %s: disk %s is %s, but the state file records "
 					   "%s for the volume; refusing to serve another disk as it",
 					   name, disk->path, found.text, id);
+	} else {
+		struct pmc_disk_id found;
+
+		if (pmc_disk_id_get(disk->fd, disk->size, &found, err) == 0)
+			snprintf(id, PMC_DISK_ID_MAX + 1, "%s", found.text);
+		pmc_err_clear(err);
 	}
 	/* its disk is about to change behind the cache's clean copies: the
 	 * next attach through the cache must drop them (state_unbypass) */
@@ -664,6 +673,13 @@ const char *pmc_engine_volume_name(struct pmc_engine *e, uint32_t vol)
 	struct pmc_evol *v = pmc_eng_evol(e, vol);
 
 	return v ? v->name : NULL;
+}
+
+void pmc_engine_volume_disk_id(struct pmc_engine *e, uint32_t vol, char *buf, size_t len)
+{
+	pthread_mutex_lock(&e->lock);
+	snprintf(buf, len, "%s", pmc_eng_evol(e, vol) ? e->vols[vol].disk_id : "");
+	pthread_mutex_unlock(&e->lock);
 }
 
 const char *pmc_engine_volume_disk(struct pmc_engine *e, uint32_t vol)

@@ -107,6 +107,10 @@ int pmc_engine_detach(struct pmc_engine *e, uint32_t vol, int remove, struct pmc
 int pmc_engine_find(struct pmc_engine *e, const char *name, uint32_t *vol);
 const char *pmc_engine_volume_name(struct pmc_engine *e, uint32_t vol);
 const char *pmc_engine_volume_disk(struct pmc_engine *e, uint32_t vol);
+/* the identity of the volume's disk as the engine knows it (the cache's
+ * record, or without the cache the state file's or the one found at
+ * attach), "" if none */
+void pmc_engine_volume_disk_id(struct pmc_engine *e, uint32_t vol, char *buf, size_t len);
 uint64_t pmc_engine_volume_size(struct pmc_engine *e, uint32_t vol);
 
 /*

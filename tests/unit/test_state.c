@@ -371,6 +371,26 @@ int main(void)
 	/* recorded before its first request: its disk changes behind the
 	 * cache's clean copies from now on */
 	T_EQ(pmc_state_get(st, "vol1"), PMC_STATE_BYPASSED);
+	/* the identity a path that comes back is checked against (path.c):
+	 * the state file's; for a record without one, the disk's found at
+	 * attach (it was "", and every rebind was refused) */
+	{
+		char have[PMC_DISK_ID_MAX + 1];
+		struct pmc_disk_id id0;
+		struct pmc_disk *d0;
+		uint32_t vx;
+
+		pmc_engine_volume_disk_id(e, v1, have, sizeof(have));
+		T_TRUE(!strncmp(have, "file-", 5));
+		T_OK(pmc_disk_open(disk0, 0, &d0, &err));
+		T_OK(pmc_disk_id_get(d0->fd, d0->size, &id0, &err));
+		T_OK(pmc_engine_attach(e, "vol-x", d0, NULL, &vx, &err));
+		pmc_engine_volume_disk_id(e, vx, have, sizeof(have));
+		if (strcmp(have, id0.text))
+			T_FAIL("vol-x served without the cache knows its disk as '%s', not %s", have,
+			       id0.text);
+		T_OK(pmc_engine_detach(e, vx, 1, &err)); /* closes d0 */
+	}
 	T_OK(pmc_queue_create(e, 8, &q, &err));
 	{
 		enum pmc_mode m;
