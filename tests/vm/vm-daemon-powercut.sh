@@ -28,5 +28,7 @@ grep -q '^FAIL' "$WORK/write.log" && {
 acked=$(sed -n 's/^PMC_ACK \([0-9][0-9]*\)\r*$/\1/p' "$WORK/write.log" | tail -n 1)
 acked=${acked:--1}
 echo "vm-daemon-powercut: last chunk acknowledged before the cut: $acked"
+# the guest asks for the cut only after chunk 2
+[ "$acked" -ge 2 ] || { echo "vm-daemon-powercut: FAIL: no chunk 2 acknowledged before the cut"; exit 1; }
 "$SRC/run-guest.sh" -i "$IMAGE" -w "$WORK" -n verify -b "$BIN" -t 900 -- \
 	sh t-dcut.sh verify "$SEED" "$acked"

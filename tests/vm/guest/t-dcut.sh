@@ -46,11 +46,13 @@ if [ "$WHAT" = write ]; then
 fi
 
 grep -q "crash restart" /tmp/pmcached.log && ok "pmcached: crash restart" || bad "not a crash restart"
-e2fsck -fp /dev/ublkb0 >/tmp/fsck1.txt 2>&1
-rc=$?
-[ $rc -le 1 ] && ok "e2fsck -fp after the power cut: exit $rc" || { bad "e2fsck -fp: exit $rc"; cat /tmp/fsck1.txt; }
-e2fsck -fn /dev/ublkb0 >/tmp/fsck2.txt 2>&1 && ok "e2fsck -fn: clean" || { bad "e2fsck -fn"; cat /tmp/fsck2.txt; }
-mkdir -p /mnt/a && run mount /dev/ublkb0 /mnt/a
+# the kernel replays the journal (a mount); then the file system must be
+# clean as it is: e2fsck -p would repair what a lost write damaged, and a
+# check after it could not tell a replay from a repair
+mkdir -p /mnt/a && run mount /dev/ublkb0 /mnt/a && run umount /mnt/a
+e2fsck -fn /dev/ublkb0 >/tmp/fsck2.txt 2>&1 && ok "e2fsck -fn after the journal replay: clean" ||
+	{ bad "e2fsck -fn after the journal replay"; cat /tmp/fsck2.txt; }
+run mount /dev/ublkb0 /mnt/a
 diff -r /usr/bin /mnt/a/bin >/dev/null && ok "files synced before the cut are intact" ||
 	bad "synced files differ"
 umount /mnt/a
@@ -59,7 +61,8 @@ while [ $i -le "$ACKED" ]; do
 	chunk $i verify || { bad "acknowledged chunk $i does not verify"; tail -3 /tmp/c.txt; }
 	i=$((i + 1))
 done
-[ "$ACKED" -ge 0 ] && ok "chunks 0..$ACKED acknowledged before the cut verify"
+[ "$ACKED" -ge 2 ] && ok "chunks 0..$ACKED acknowledged before the cut verify" ||
+	bad "only chunks up to $ACKED acknowledged: the cut comes after chunk 2"
 kill -TERM $PID
 wait $PID
 exit $FAIL

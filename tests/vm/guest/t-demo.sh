@@ -24,6 +24,8 @@ run mount /dev/ublkb0 /mnt/demo
 run cp -a /usr/lib /mnt/demo/
 sync
 df -h /mnt/demo
+# from the device, not the page cache that holds what cp wrote
+run umount /mnt/demo && run mount /dev/ublkb0 /mnt/demo
 diff -r /usr/lib /mnt/demo/lib >/dev/null && ok "a file system on the cached device holds what was copied" ||
 	bad "copy differs"
 echo
@@ -39,6 +41,8 @@ wait $PID
 tail -2 /tmp/pmcached.log
 pmcached_start /tmp/pmcached.conf /tmp/pmcached.log || { bad "pmcached did not start again"; exit 1; }
 grep "recovered /dev/ublkb0" /tmp/pmcached.log | tail -1
+sync
+echo 3 >/proc/sys/vm/drop_caches # read through the restarted daemon
 diff -r /usr/lib /mnt/demo/lib >/dev/null && ok "the mounted file system reads the same after the restart" ||
 	bad "differs after the restart"
 run umount /mnt/demo
