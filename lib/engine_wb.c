@@ -167,13 +167,26 @@ static void wb_failed(struct pmc_engine *e, struct pmc_vol_stats *st, struct wb_
  * 64 held locks per thread, is not what bounds the batch.)
  */
 #define WB_CLEAN_BATCH 64u
+/* a write issued before the volume's error was cleared (its path came
+ * back: pmc_engine_clear_error) may have been lost with the target's
+ * volatile cache meanwhile, whatever a later sync says: not made clean,
+ * written again */
+static int wb_stale(struct pmc_engine *e, const struct wb_io *w)
+{
+	return w->io.epoch != atomic_load_explicit(&e->vols[w->vol].err_epoch, memory_order_acquire);
+}
+
 static void round_mark_clean(struct pmc_engine *e, struct wb_round *r)
 {
 	uint64_t lba[WB_CLEAN_BATCH], blk[WB_CLEAN_BATCH];
 	int res[WB_CLEAN_BATCH];
-	uint32_t n = 0;
+	uint32_t n = 0, stale = 0;
 
 	for (struct wb_io *w = r->done; w; w = w->next) {
+		if (wb_stale(e, w)) {
+			stale += w->n;
+			continue;
+		}
 		for (uint32_t i = 0; i < w->n; i++) {
 			lba[n] = w->lba + i;
 			blk[n] = w->blk[i];
@@ -185,6 +198,11 @@ static void round_mark_clean(struct pmc_engine *e, struct wb_round *r)
 	}
 	if (n)
 		pmc_cache_mark_clean_n(e->c, r->vol, lba, blk, n, res);
+	if (stale)
+		pmc_log_ratelimited(&e->vols[r->vol].rl, LOG_WARNING,
+				    "volume %s: %u blocks written back before its path came back "
+				    "stay dirty: written again (the target may have lost them)",
+				    e->vols[r->vol].name, stale);
 }
 
 /* the round's sync completed: clean only what it made durable */
@@ -209,7 +227,7 @@ static void round_synced(struct pmc_io *io, int res)
 		struct wb_io *w = r->done;
 
 		r->done = w->next;
-		if (res == 0) {
+		if (res == 0 && !wb_stale(e, w)) {
 			STAT_ADD(st, wb_ios, 1);
 			STAT_ADD(st, wb_blocks, w->n);
 			STAT_ADD(st, wb_bytes, (uint64_t)w->n * e->bs);
