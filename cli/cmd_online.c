@@ -203,7 +203,16 @@ struct flush_prog {
 	int tty, json;
 	uint64_t total; /* dirty blocks at the start (the largest seen) */
 	int drawn;
+	const char *start; /* the starting line, printed once the daemon took the flush */
 };
+
+static void flush_started(struct flush_prog *p)
+{
+	if (p->start) {
+		fputs(p->start, stdout);
+		p->start = NULL;
+	}
+}
 
 static void flush_progress(void *arg, uint64_t left)
 {
@@ -212,6 +221,7 @@ static void flush_progress(void *arg, uint64_t left)
 
 	if (left > p->total)
 		p->total = left;
+	flush_started(p);
 	if (p->json) {
 		printf("{\"progress\":{\"dirty_blocks\":%" PRIu64 "}}\n", left);
 		fflush(stdout);
@@ -335,10 +345,16 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			json_object_put(o);
 			o = NULL;
 		}
+		/* printed when the daemon answers: not before a refusal */
+		char start[PMC_VOLUME_NAME_MAX + 64];
+
+		snprintf(start, sizeof(start), "flush: %" PRIu64 " dirty blocks%s%s\n", p.total,
+			 a->volume ? " in volume " : "", a->volume ? a->volume : "");
 		if (!a->json && !p.tty && found)
-			printf("flush: %" PRIu64 " dirty blocks%s%s\n", p.total,
-			       a->volume ? " in volume " : "", a->volume ? a->volume : "");
+			p.start = start;
 		rc = rpc(&cl, &req, &o, flush_progress, &p, err);
+		if (!rc)
+			flush_started(&p);
 		if (p.tty) {
 			if (!rc) {
 				char bar[160];

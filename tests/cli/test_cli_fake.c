@@ -97,6 +97,10 @@ static void serve_conn(int fd)
 					"\"clean_blocks\":0,\"lost_blocks\":3,\"error\":5,"
 					"\"error_text\":\"Input/output error\",\"recovered\":false}]}");
 				put(fd, pmc_ctl_reply_ok(&r.id, o));
+			} else if (r.cmd == PMC_CTL_FLUSH && !strcmp(r.volume, "v0")) {
+				/* a reader: status answered, the flush refused */
+				put(fd, pmc_ctl_reply_error(&r.id, EPERM,
+							    "flush: permission denied: root only"));
 			} else if (r.cmd == PMC_CTL_FLUSH && !strcmp(r.volume, "nosuch")) {
 				put(fd, pmc_ctl_reply_error(&r.id, ENOENT, "volume nosuch: not served"));
 			} else if (r.cmd == PMC_CTL_FLUSH) {
@@ -402,6 +406,9 @@ int main(int argc, char **argv)
 	T_TRUE(strstr(out, "{\"progress\":{\"dirty_blocks\":40}}\n"));
 	T_TRUE(strstr(out, "{\"ok\":true}\n"));
 
+	/* refused: nothing printed as if it had started */
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "flush", "v0", NULL), 4);
+	T_TRUE(!out[0] && strstr(err, "permission denied"));
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "flush", "nosuch", NULL), 5);
 	T_TRUE(!strcmp(err, "pmcachectl: volume nosuch: not served\n") && !out[0]);
 
