@@ -13,7 +13,9 @@
  *     onto the disk's fd (every ring sees the new device from its next
  *     submission on; I/O in flight keeps its old file). Then the volume's
  *     sticky error is cleared, which also ends its back-off: write-back
- *     resumes at once;
+ *     resumes at once; a live controller that shows no block device of the
+ *     namespace (removed or disabled at the target) is "no-namespace", the
+ *     error stays;
  *   - there is no controller any more (ctrl_loss_tmo ran out, or someone
  *     disconnected it): "lost"; the thread reconnects it, at once and then
  *     with a back-off doubling from 1 s to 60 s, or at once when kicked.
@@ -217,12 +219,18 @@ static void check_volume_fabric(struct pmcd *d, unsigned i, int kicked)
 		pthread_mutex_unlock(&d->lock);
 		return;
 	}
-	if (!p.dev[0] && pmc_placeholder_is(v->disk) && !pmc_placeholder_swapped(v->disk)) {
-		/* live, but the namespace has no block device (yet) */
+	if (!p.dev[0]) {
+		/* live, but the namespace has no block device (yet, or any
+		 * more: removed or disabled at the target): not the path back,
+		 * the volume's error and back-off stay */
 		if (strcmp(v->path_state, "no-namespace"))
-			pmc_log(LOG_WARNING, "volume %s: controller %s is live but shows no "
-					     "namespace of the volume: still served without its disk",
-				conf.name, p.ctrl);
+			pmc_log(LOG_WARNING,
+				"volume %s: controller %s is live but shows no namespace of the "
+				"volume: %s",
+				conf.name, p.ctrl,
+				pmc_placeholder_is(v->disk) && !pmc_placeholder_swapped(v->disk)
+				    ? "still served without its disk"
+				    : "its dirty data stays in the pmem until the namespace is back");
 		snprintf(v->path_state, sizeof(v->path_state), "no-namespace");
 		v->path_down = 1;
 		pthread_mutex_unlock(&d->lock);

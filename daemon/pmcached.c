@@ -424,15 +424,25 @@ static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsign
 		snprintf(pnp->made, sizeof(pnp->made), "%s", np.made);
 		if (rc && (flags || !d->cache))
 			return rc;
-		if (rc == 0 && strcmp(np.state, "live") && !flags && d->cache) {
+		if (rc == 0 && strcmp(np.state, "live")) {
 			/* the namespace is there but its controller is not live
 			 * (the kernel is reconnecting): its identity cannot be read
-			 * now. A volume the cache does not know tries it anyway. */
+			 * now (Identify fails; the sysfs ids are another form of
+			 * it, which a later attach would refuse as another disk).
+			 * A volume the cache knows is served without its disk
+			 * until it is live; any other add is refused. */
 			struct pmc_err nerr = {0};
 
-			pmc_err_set(&nerr, ENOTCONN, "volume %s: %s: controller %s is %s",
+			pmc_err_set(&nerr, ENOTCONN,
+				    "volume %s: %s: controller %s is %s: the namespace's identity "
+				    "cannot be read now; try again once it is live",
 				    vc->name, label, np.ctrl, np.state);
-			absent = attach_placeholder(d, vc, label, &np, &disk, &nerr) == 0;
+			absent = !flags && d->cache &&
+				 attach_placeholder(d, vc, label, &np, &disk, &nerr) == 0;
+			if (!absent) {
+				*err = nerr;
+				return -(nerr.code ? nerr.code : ENOTCONN);
+			}
 		}
 		if (rc) {
 			rc = attach_placeholder(d, vc, label, &np, &disk, err);

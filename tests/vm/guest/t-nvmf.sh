@@ -297,6 +297,23 @@ wait_for 60 "the dirty data drained" dirty_is_zero
 [ "$(jval error)" = 0 ] && ok "sticky error cleared" || bad "error still $(jval error)"
 regions_ok "after the outage, on the namespace's disk" "$(raw_dev)" 0 1 2 3
 
+# --- 2b. back without the namespace (disabled at the target meanwhile) ---
+# a live controller that shows no namespace of the volume is not its path
+# back: the error and the dirty data stay until the namespace is there
+port_down && ok "port removed"
+wait_for 20 "path down (state $(jval state))" state_not live
+region 11 && ok "region 11 absorbed while the path is down" || bad "region 11 while the path is down"
+wait_for 20 "write-back fails with the volume's sticky error" error_set
+echo 0 >$CFS/subsystems/$NQN/namespaces/1/enable || bad "the namespace disabled at the target"
+port_back && ok "port back, the namespace disabled"
+wait_for 40 "a live controller without the namespace: no-namespace" state_is no-namespace
+error_set && ok "the sticky error stays" || bad "the error was cleared: $(jval error)"
+dirty_nonzero && ok "dirty data kept: $(jval dirty_blocks) blocks" || bad "no dirty data without the namespace"
+echo 1 >$CFS/subsystems/$NQN/namespaces/1/enable || bad "the namespace enabled at the target"
+wait_for 60 "the namespace back: path live" state_is live
+wait_for 60 "the dirty data drained" dirty_is_zero
+regions_ok "after the namespace came back, on its disk" "$(raw_dev)" 11
+
 # --- 3. lost for good (ctrl_loss_tmo), the daemon reconnects -----------
 DEV1=$(jval device)
 port_down
