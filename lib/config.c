@@ -18,6 +18,7 @@
  * both). No state, no locking: everything works on the caller's structs.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1103,6 +1104,21 @@ int pmc_config_volume_check(const struct pmc_config_volume *v, const char *where
 				   "%s: volume \"%s\" disk.traddr: missing (required for "
 				   "transport %s)",
 				   where, v->name, tr);
+	if (n->traddr[0] &&
+	    (n->transport == PMC_CONFIG_TR_TCP || n->transport == PMC_CONFIG_TR_RDMA)) {
+		/* the kernel takes a numeric address only (libnvme resolves
+		 * host_traddr, not traddr): a host name fails every connect
+		 * with "invalid arguments" */
+		unsigned char a[sizeof(struct in6_addr)];
+
+		if (inet_pton(AF_INET, n->traddr, a) != 1 && inet_pton(AF_INET6, n->traddr, a) != 1) {
+			pmc_config_quote(n->traddr, q, sizeof(q));
+			return pmc_err_set(err, EINVAL,
+					   "%s: volume \"%s\" disk.traddr: %s is not an IPv4 or IPv6 "
+					   "address (transport %s takes no host name)",
+					   where, v->name, q, tr);
+		}
+	}
 	if (n->trsvcid[0] && (n->transport == PMC_CONFIG_TR_TCP ||
 			      n->transport == PMC_CONFIG_TR_RDMA)) {
 		char *end;

@@ -915,20 +915,27 @@ static void test_nvmf(void)
 	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; tradr = \"x\"; }; "
 		 "} );\n",
 	    EINVAL, "volumes.[0].disk.tradr (volume \"net\"): unknown key (did you mean disk.traddr?)");
-	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = \"10.0.0.2\"; "
 		 "subsysnqn = \"nqn.2014-08.org.example:d\"; }; } );\n",
 	    EINVAL,
 	    "volume \"net\" disk.nsid: missing (name the namespace by nsid, nguid or uuid)");
-	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = \"10.0.0.2\"; "
 		 "subsysnqn = \"disk1\"; nsid = 1; }; } );\n",
 	    EINVAL, "volume \"net\" disk.subsysnqn: \"disk1\" is not an NQN");
-	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = \"10.0.0.2\"; "
 		 "nsid = 1; }; } );\n",
 	    EINVAL, "volume \"net\" disk.subsysnqn: missing (required for an NVMe-oF disk)");
 	BAD(NVMF_VOL("nguid = \"0123\";"), EINVAL, "volume \"net\" disk.nguid: \"0123\" is not 32 hex "
 						   "digits");
 	BAD(NVMF_VOL("uuid = \"0123456789ab-cdef-0123-456789abcdef0\";"), EINVAL,
 	    "volume \"net\" disk.uuid: \"0123456789ab-cdef-0123-456789abcdef0\" is not a UUID");
+	/* the kernel takes no host name there (libnvme resolves host_traddr
+	 * only): every connect would fail with "invalid arguments" */
+	BAD(PMEM "volumes = ( { name = \"net\"; disk = { transport = \"tcp\"; traddr = "
+		 "\"array1.example.com\"; subsysnqn = \"nqn.2014-08.org.example:d\"; nsid = 1; }; } );\n",
+	    EINVAL,
+	    "volume \"net\" disk.traddr: \"array1.example.com\" is not an IPv4 or IPv6 address "
+	    "(transport tcp takes no host name)");
 	BAD(NVMF_VOL("trsvcid = \"99999\";"), EINVAL,
 	    "volume \"net\" disk.trsvcid: \"99999\" is not a port");
 	BAD(NVMF_VOL("host_traddr = \"10.0.0.1 \";"), EINVAL,
@@ -945,17 +952,17 @@ static void test_nvmf(void)
 	    EINVAL, "volume \"net\" disk.dhchap_ctrl_key: not with disk.discovery");
 	BAD(NVMF_VOL("ctrl_loss_tmo = -2;"), ERANGE, "disk.ctrl_loss_tmo (volume \"net\"): -2 is below "
 						     "the minimum -1");
-	BAD(PMEM "volumes = ( { name = \"a\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+	BAD(PMEM "volumes = ( { name = \"a\"; disk = { transport = \"tcp\"; traddr = \"10.0.0.2\"; "
 		 "subsysnqn = \"nqn.2014-08.org.example:d\"; nsid = 1; }; },\n"
-		 " { name = \"b\"; disk = { transport = \"rdma\"; traddr = \"h2\"; "
+		 " { name = \"b\"; disk = { transport = \"rdma\"; traddr = \"10.0.0.3\"; "
 		 "subsysnqn = \"nqn.2014-08.org.example:d\"; nsid = 1; }; } );\n",
 	    EEXIST,
-	    "two volumes on the NVMe-oF namespace nvmf:rdma:h2:nqn.2014-08.org.example:d:ns1 "
+	    "two volumes on the NVMe-oF namespace nvmf:rdma:10.0.0.3:nqn.2014-08.org.example:d:ns1 "
 	    "(\"a\" and \"b\")");
 	/* another namespace of the same subsystem is another disk */
-	LOAD_OK(PMEM "volumes = ( { name = \"a\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+	LOAD_OK(PMEM "volumes = ( { name = \"a\"; disk = { transport = \"tcp\"; traddr = \"10.0.0.2\"; "
 		     "subsysnqn = \"nqn.2014-08.org.example:d\"; nsid = 1; }; },\n"
-		     " { name = \"b\"; disk = { transport = \"tcp\"; traddr = \"h\"; "
+		     " { name = \"b\"; disk = { transport = \"tcp\"; traddr = \"10.0.0.2\"; "
 		     "subsysnqn = \"nqn.2014-08.org.example:d\"; nsid = 2; }; } );\n",
 		&c);
 	pmc_config_free(&c);
