@@ -61,18 +61,50 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* put v's disk on dev if dev is its namespace; d->lock held */
-static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, struct pmc_err *err)
-{
+/* a block device that may be a volume's namespace, opened and identified
+ * without d->lock: an NVMe Identify of a target that stalls now waits for
+ * the admin timeout (60 s), which the control loop and the watchdog must
+ * not wait for */
+struct probe {
+	int fd; /* -1: not opened */
+	uint64_t size;
 	struct pmc_disk_id id;
-	const char *want = pmcd_volume_disk_id(d, v);
-	uint64_t size = 0;
-	int fd, rc;
+	int rc; /* of reading size and identity */
+	struct pmc_err err;
+};
 
-	fd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC | O_EXCL);
-	if (fd < 0)
-		return pmc_err_set(err, errno, "volume %s: %s: cannot open: %s", v->conf.name, dev,
-				   strerror(errno));
+static void probe_open(const char *name, const char *dev, struct probe *pr)
+{
+	memset(pr, 0, sizeof(*pr));
+	pr->fd = open(dev, O_RDWR | O_DIRECT | O_CLOEXEC | O_EXCL);
+	if (pr->fd < 0) {
+		pr->rc = pmc_err_set(&pr->err, errno, "volume %s: %s: cannot open: %s", name, dev,
+				     strerror(errno));
+		return;
+	}
+	if (ioctl(pr->fd, BLKGETSIZE64, &pr->size) != 0)
+		pr->size = 0;
+	pr->rc = pmc_disk_id_get(pr->fd, pr->size, &pr->id, &pr->err);
+}
+
+static void probe_close(struct probe *pr)
+{
+	if (pr->fd >= 0)
+		close(pr->fd);
+	pr->fd = -1;
+}
+
+/* put v's disk on dev if dev, probed as pr, is its namespace; d->lock held */
+static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, const struct probe *pr,
+		  struct pmc_err *err)
+{
+	const char *want = pmcd_volume_disk_id(d, v);
+	int fd = pr->fd, rc;
+
+	if (pr->rc) {
+		*err = pr->err;
+		return pr->rc;
+	}
 	if (pmc_placeholder_is(v->disk)) {
 		/* served without its disk since it was added: the placeholder
 		 * checks size and identity against the volume slot */
@@ -80,41 +112,30 @@ static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, struct
 		int first = !pmc_placeholder_swapped(v->disk);
 
 		pmc_cache_get_info(d->cache, &ci);
-		rc = pmc_placeholder_swap(v->disk, fd, dev, ci.block_size, err);
+		rc = pmc_placeholder_swap_id(v->disk, fd, dev, ci.block_size, &pr->id, err);
 		if (rc == 0)
 			pmc_log(LOG_NOTICE, "volume %s: %s %s (identity %s matches)", v->conf.name,
 				first ? "its disk is in: the namespace is" : "its namespace is now",
 				dev, pmc_placeholder_id(v->disk));
 		goto done;
 	}
-	if (ioctl(fd, BLKGETSIZE64, &size) != 0 || size != v->disk->size) {
-		rc = pmc_err_set(err, ENOSPC,
-				 "volume %s: %s: %" PRIu64 " bytes, the disk had %" PRIu64
-				 ": not used",
-				 v->conf.name, dev, size, v->disk->size);
-		goto close;
-	}
-	rc = pmc_disk_id_get(fd, size, &id, err);
-	if (rc)
-		goto close;
-	if (!want[0] || strcmp(id.text, want)) {
-		rc = pmc_err_set(err, EXDEV,
-				 "volume %s: %s is disk %s, the cache recorded %s: not used",
-				 v->conf.name, dev, id.text, want[0] ? want : "(none)");
-		goto close;
-	}
-	if (dup2(fd, v->disk->fd) < 0) {
-		rc = pmc_err_set(err, errno, "volume %s: dup2: %s", v->conf.name, strerror(errno));
-		goto close;
-	}
+	if (pr->size != v->disk->size)
+		return pmc_err_set(err, ENOSPC,
+				   "volume %s: %s: %" PRIu64 " bytes, the disk had %" PRIu64 ": not used",
+				   v->conf.name, dev, pr->size, v->disk->size);
+	if (!want[0] || strcmp(pr->id.text, want))
+		return pmc_err_set(err, EXDEV,
+				   "volume %s: %s is disk %s, the cache recorded %s: not used",
+				   v->conf.name, dev, pr->id.text, want[0] ? want : "(none)");
+	if (dup2(fd, v->disk->fd) < 0)
+		return pmc_err_set(err, errno, "volume %s: dup2: %s", v->conf.name,
+				   strerror(errno));
 	pmc_log(LOG_NOTICE, "volume %s: its namespace is now %s (identity %s matches)",
-		v->conf.name, dev, id.text);
+		v->conf.name, dev, pr->id.text);
 	rc = 0;
 done:
 	if (rc == 0)
 		snprintf(v->path_dev, sizeof(v->path_dev), "%s", dev);
-close:
-	close(fd);
 	return rc;
 }
 
@@ -129,6 +150,73 @@ static int same_volume(const struct pmcd_volume *v, const struct pmc_config_volu
 	return v->used && v->gen == gen && !strcmp(v->conf.name, conf->name);
 }
 
+/* what the scan found of v's path (p; pr: p's device probed when it is not
+ * the one the disk is on), under d->lock */
+static void path_update(struct pmcd *d, struct pmcd_volume *v,
+			const struct pmc_config_volume *conf, uint64_t gen,
+			const struct pmc_nvmf_path *p, const struct probe *pr)
+{
+	struct pmc_err err = {0};
+	int live = !strcmp(p->state, "live");
+
+	pthread_mutex_lock(&d->lock);
+	if (!same_volume(v, conf, gen)) {
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (strcmp(v->path_state, p->state) && strcmp(v->path_state, "wrong-disk"))
+		pmc_log(live ? LOG_NOTICE : LOG_WARNING, "volume %s: controller %s %s -> %s",
+			conf->name, p->ctrl, v->path_state[0] ? v->path_state : "-", p->state);
+	snprintf(v->path_ctrl, sizeof(v->path_ctrl), "%s", p->ctrl);
+	snprintf(v->path_addr, sizeof(v->path_addr), "%s", p->address);
+	if (!live) {
+		snprintf(v->path_state, sizeof(v->path_state), "%s", p->state);
+		v->path_down = 1;
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (!p->dev[0]) {
+		/* live, but the namespace has no block device (yet, or any
+		 * more: removed or disabled at the target): not the path back,
+		 * the volume's error and back-off stay */
+		if (strcmp(v->path_state, "no-namespace"))
+			pmc_log(LOG_WARNING,
+				"volume %s: controller %s is live but shows no namespace of the "
+				"volume: %s",
+				conf->name, p->ctrl,
+				pmc_placeholder_is(v->disk) && !pmc_placeholder_swapped(v->disk)
+				    ? "still served without its disk"
+				    : "its dirty data stays in the pmem until the namespace is back");
+		snprintf(v->path_state, sizeof(v->path_state), "no-namespace");
+		v->path_down = 1;
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	if (p->dev[0] && strcmp(p->dev, v->path_dev)) {
+		if (pr->fd < 0 && !pr->rc) {
+			/* its device changed since it was probed: next time */
+			pthread_mutex_unlock(&d->lock);
+			return;
+		}
+		if (rebind(d, v, p->dev, pr, &err)) {
+			if (strcmp(v->path_state, "wrong-disk"))
+				pmc_log(LOG_ERR, "%s", err.msg);
+			snprintf(v->path_state, sizeof(v->path_state), "wrong-disk");
+			v->path_down = 1;
+			pthread_mutex_unlock(&d->lock);
+			return;
+		}
+	}
+	snprintf(v->path_state, sizeof(v->path_state), "live");
+	if (v->path_down) {
+		v->path_down = 0;
+		pmc_engine_clear_error(d->e, v->vol);
+		pmc_log(LOG_NOTICE, "volume %s: path back (%s on %s): write-back resumes",
+			conf->name, v->path_dev, p->ctrl);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
 static void check_volume_fabric(struct pmcd *d, unsigned i, int kicked)
 {
 	struct pmcd_volume *v = &d->vols[i];
@@ -136,8 +224,10 @@ static void check_volume_fabric(struct pmcd *d, unsigned i, int kicked)
 	uint64_t gen;
 	struct pmc_nvmf_path p;
 	struct pmc_err err = {0};
+	struct probe pr = {.fd = -1};
+	char path_dev[sizeof(v->path_dev)];
 	uint64_t now = mono_ns();
-	int rc, live;
+	int rc;
 
 	pthread_mutex_lock(&d->lock);
 	if (!v->used || !pmc_config_volume_is_nvmf(&v->conf) || !v->disk) {
@@ -146,6 +236,7 @@ static void check_volume_fabric(struct pmcd *d, unsigned i, int kicked)
 	}
 	conf = v->conf;
 	gen = v->gen;
+	snprintf(path_dev, sizeof(path_dev), "%s", v->path_dev);
 	pthread_mutex_unlock(&d->lock);
 
 	rc = pmc_nvmf_find(&conf.nvmf, &p, &err);
@@ -202,58 +293,11 @@ static void check_volume_fabric(struct pmcd *d, unsigned i, int kicked)
 		return;
 	}
 
-	live = !strcmp(p.state, "live");
-	pthread_mutex_lock(&d->lock);
-	if (!same_volume(v, &conf, gen)) {
-		pthread_mutex_unlock(&d->lock);
-		return;
-	}
-	if (strcmp(v->path_state, p.state) && strcmp(v->path_state, "wrong-disk"))
-		pmc_log(live ? LOG_NOTICE : LOG_WARNING, "volume %s: controller %s %s -> %s",
-			conf.name, p.ctrl, v->path_state[0] ? v->path_state : "-", p.state);
-	snprintf(v->path_ctrl, sizeof(v->path_ctrl), "%s", p.ctrl);
-	snprintf(v->path_addr, sizeof(v->path_addr), "%s", p.address);
-	if (!live) {
-		snprintf(v->path_state, sizeof(v->path_state), "%s", p.state);
-		v->path_down = 1;
-		pthread_mutex_unlock(&d->lock);
-		return;
-	}
-	if (!p.dev[0]) {
-		/* live, but the namespace has no block device (yet, or any
-		 * more: removed or disabled at the target): not the path back,
-		 * the volume's error and back-off stay */
-		if (strcmp(v->path_state, "no-namespace"))
-			pmc_log(LOG_WARNING,
-				"volume %s: controller %s is live but shows no namespace of the "
-				"volume: %s",
-				conf.name, p.ctrl,
-				pmc_placeholder_is(v->disk) && !pmc_placeholder_swapped(v->disk)
-				    ? "still served without its disk"
-				    : "its dirty data stays in the pmem until the namespace is back");
-		snprintf(v->path_state, sizeof(v->path_state), "no-namespace");
-		v->path_down = 1;
-		pthread_mutex_unlock(&d->lock);
-		return;
-	}
-	if (p.dev[0] && strcmp(p.dev, v->path_dev)) {
-		if (rebind(d, v, p.dev, &err)) {
-			if (strcmp(v->path_state, "wrong-disk"))
-				pmc_log(LOG_ERR, "%s", err.msg);
-			snprintf(v->path_state, sizeof(v->path_state), "wrong-disk");
-			v->path_down = 1;
-			pthread_mutex_unlock(&d->lock);
-			return;
-		}
-	}
-	snprintf(v->path_state, sizeof(v->path_state), "live");
-	if (v->path_down) {
-		v->path_down = 0;
-		pmc_engine_clear_error(d->e, v->vol);
-		pmc_log(LOG_NOTICE, "volume %s: path back (%s on %s): write-back resumes",
-			conf.name, v->path_dev, p.ctrl);
-	}
-	pthread_mutex_unlock(&d->lock);
+	/* the device it comes back on is opened and identified unlocked */
+	if (!strcmp(p.state, "live") && p.dev[0] && strcmp(p.dev, path_dev))
+		probe_open(conf.name, p.dev, &pr);
+	path_update(d, v, &conf, gen, &p, &pr);
+	probe_close(&pr);
 }
 
 /* one volume's step under fabric_lock: what it connects or finds cannot

@@ -141,8 +141,25 @@ const char *pmc_placeholder_id(const struct pmc_disk *d)
 int pmc_placeholder_swap(struct pmc_disk *d, int fd, const char *dev, uint32_t block_size,
 			 struct pmc_err *err)
 {
-	struct pdisk *p = pd_of(d);
 	struct pmc_disk_id id;
+	uint64_t size = 0;
+	uint32_t lbs = 0, pbs = 0;
+	int rc;
+
+	memset(&id, 0, sizeof(id));
+	/* what cannot be read here, pmc_placeholder_swap_id refuses first */
+	if (pmc_placeholder_is(d) && pmc_disk_geometry(fd, &size, &lbs, &pbs) == 0) {
+		rc = pmc_disk_id_get(fd, size, &id, err);
+		if (rc)
+			return rc;
+	}
+	return pmc_placeholder_swap_id(d, fd, dev, block_size, &id, err);
+}
+
+int pmc_placeholder_swap_id(struct pmc_disk *d, int fd, const char *dev, uint32_t block_size,
+			    const struct pmc_disk_id *id, struct pmc_err *err)
+{
+	struct pdisk *p = pd_of(d);
 	uint64_t size = 0;
 	uint32_t lbs = 0, pbs = 0;
 	int rc;
@@ -163,13 +180,10 @@ int pmc_placeholder_swap(struct pmc_disk *d, int fd, const char *dev, uint32_t b
 				   "volume %s: %s: logical block size %u does not divide the cache "
 				   "block size %u: not used",
 				   p->name, dev, lbs, block_size);
-	rc = pmc_disk_id_get(fd, size, &id, err);
-	if (rc)
-		return rc;
-	if (strcmp(id.text, p->id.text))
+	if (strcmp(id->text, p->id.text))
 		return pmc_err_set(err, EXDEV,
 				   "volume %s: %s is disk %s, the cache recorded %s: not used",
-				   p->name, dev, id.text, p->id.text);
+				   p->name, dev, id->text, p->id.text);
 	if (dup2(fd, d->fd) < 0)
 		return pmc_err_set(err, errno, "volume %s: dup2: %s", p->name, strerror(errno));
 	atomic_store_explicit(&p->swapped, 1, memory_order_release);
