@@ -308,8 +308,10 @@ if dmsetup create --noudevsync slowd --table "0 $(blockdev --getsz "$D1") delay 
 		kill -9 $FH
 		exit 1
 	fi
+	# the scenario itself: without the wait there was nothing to test
 	grep -q "ublk device 3 not quiesced yet" "$LOG" &&
-		ok "the takeover waited for the driver: $(grep -o 'waiting up to [0-9]* s' "$LOG" | tail -1)"
+		ok "the takeover waited for the driver: $(grep -o 'waiting up to [0-9]* s' "$LOG" | tail -1)" ||
+		bad "the takeover did not have to wait for the driver: the held tags were not produced"
 	wait $FH && ok "fio across the SIGKILL: no error" || bad "fio across the SIGKILL: $(tail -5 /tmp/held.txt)"
 	ctl 0 "vol3 write-back" set -v vol3 mode write-back
 	ctl 0 "volume remove vol3, unmounted" volume remove vol3
