@@ -320,23 +320,22 @@ static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_dis
 	 * comes back under another name is checked against it, and the state
 	 * file records it) */
 	id[0] = '\0';
-	if (pmc_state_get_id(e->state, name, id, PMC_DISK_ID_MAX + 1) == 0) {
+	{
 		struct pmc_disk_id found;
+		int recorded = pmc_state_get_id(e->state, name, id, PMC_DISK_ID_MAX + 1) == 0;
 
 		rc = pmc_disk_id_get(disk->fd, disk->size, &found, err);
-		if (rc)
+		if (rc && recorded)
 			return rc;
-		if (strcmp(found.text, id))
+		if (rc) /* nothing to compare with: the volume's identity stays "" */
+			pmc_err_clear(err);
+		else if (!recorded)
+			snprintf(id, PMC_DISK_ID_MAX + 1, "%s", found.text);
+		else if (strcmp(found.text, id))
 			return pmc_err_set(err, EXDEV,
 					   "volume %s: disk %s is %s, but the state file records "
 					   "%s for the volume; refusing to serve another disk as it",
 					   name, disk->path, found.text, id);
-	} else {
-		struct pmc_disk_id found;
-
-		if (pmc_disk_id_get(disk->fd, disk->size, &found, err) == 0)
-			snprintf(id, PMC_DISK_ID_MAX + 1, "%s", found.text);
-		pmc_err_clear(err);
 	}
 	/* its disk is about to change behind the cache's clean copies: the
 	 * next attach through the cache must drop them (state_unbypass) */

@@ -171,19 +171,20 @@ static void wb_failed(struct pmc_engine *e, struct pmc_vol_stats *st, struct wb_
  * back: pmc_engine_clear_error) may have been lost with the target's
  * volatile cache meanwhile, whatever a later sync says: not made clean,
  * written again */
-static int wb_stale(struct pmc_engine *e, const struct wb_io *w)
+static uint32_t round_epoch(struct pmc_engine *e, const struct wb_round *r)
 {
-	return w->io.epoch != atomic_load_explicit(&e->vols[w->vol].err_epoch, memory_order_acquire);
+	return atomic_load_explicit(&e->vols[r->vol].err_epoch, memory_order_acquire);
 }
 
-static void round_mark_clean(struct pmc_engine *e, struct wb_round *r)
+/* epoch: round_epoch() once per round, so that what is counted is what was cleaned */
+static void round_mark_clean(struct pmc_engine *e, struct wb_round *r, uint32_t epoch)
 {
 	uint64_t lba[WB_CLEAN_BATCH], blk[WB_CLEAN_BATCH];
 	int res[WB_CLEAN_BATCH];
 	uint32_t n = 0, stale = 0;
 
 	for (struct wb_io *w = r->done; w; w = w->next) {
-		if (wb_stale(e, w)) {
+		if (w->io.epoch != epoch) {
 			stale += w->n;
 			continue;
 		}
@@ -212,10 +213,11 @@ static void round_synced(struct pmc_io *io, int res)
 	struct pmc_engine *e = r->e;
 	struct pmc_evol *v = &e->vols[r->vol];
 	struct pmc_vol_stats *st = &r->q->stats[r->vol];
+	uint32_t epoch = round_epoch(e, r);
 
 	if (res == 0) {
 		pmc_eng_synced_advance(v, r->gen);
-		round_mark_clean(e, r);
+		round_mark_clean(e, r, epoch);
 	} else {
 		/* first: a host FLUSH from now on, or one whose sync is in
 		 * flight, must fail (pmc_eng_start_flush, simple_done) */
@@ -227,7 +229,7 @@ static void round_synced(struct pmc_io *io, int res)
 		struct wb_io *w = r->done;
 
 		r->done = w->next;
-		if (res == 0 && !wb_stale(e, w)) {
+		if (res == 0 && w->io.epoch == epoch) {
 			STAT_ADD(st, wb_ios, 1);
 			STAT_ADD(st, wb_blocks, w->n);
 			STAT_ADD(st, wb_bytes, (uint64_t)w->n * e->bs);
