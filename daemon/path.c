@@ -68,7 +68,7 @@ static uint64_t mono_ns(void)
 struct probe {
 	int fd; /* -1: not opened */
 	uint64_t size;
-	struct pmc_disk_id id;
+	struct pmc_disk_id id, legacy; /* legacy: as an older pmcached recorded it */
 	int rc; /* of reading size and identity */
 	struct pmc_err err;
 };
@@ -85,6 +85,8 @@ static void probe_open(const char *name, const char *dev, struct probe *pr)
 	if (ioctl(pr->fd, BLKGETSIZE64, &pr->size) != 0)
 		pr->size = 0;
 	pr->rc = pmc_disk_id_get(pr->fd, pr->size, &pr->id, &pr->err);
+	if (pr->rc == 0)
+		pr->rc = pmc_disk_id_get_legacy(pr->fd, pr->size, &pr->legacy, &pr->err);
 }
 
 static void probe_close(struct probe *pr)
@@ -112,7 +114,8 @@ static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, const 
 		int first = !pmc_placeholder_swapped(v->disk);
 
 		pmc_cache_get_info(d->cache, &ci);
-		rc = pmc_placeholder_swap_id(v->disk, fd, dev, ci.block_size, &pr->id, err);
+		rc = pmc_placeholder_swap_id(v->disk, fd, dev, ci.block_size, &pr->id, &pr->legacy,
+					     err);
 		if (rc == 0)
 			pmc_log(LOG_NOTICE, "volume %s: %s %s (identity %s matches)", v->conf.name,
 				first ? "its disk is in: the namespace is" : "its namespace is now",
@@ -123,7 +126,7 @@ static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, const 
 		return pmc_err_set(err, ENOSPC,
 				   "volume %s: %s: %" PRIu64 " bytes, the disk had %" PRIu64 ": not used",
 				   v->conf.name, dev, pr->size, v->disk->size);
-	if (!want[0] || strcmp(pr->id.text, want))
+	if (!want[0] || !pmc_disk_id_match(&pr->id, &pr->legacy, want))
 		return pmc_err_set(err, EXDEV,
 				   "volume %s: %s is disk %s, the cache recorded %s: not used",
 				   v->conf.name, dev, pr->id.text, want[0] ? want : "(none)");

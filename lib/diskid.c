@@ -71,8 +71,43 @@ static void hex(char *dst, const uint8_t *p, size_t n)
 		sprintf(dst + 2 * i, "%02x", p[i]);
 }
 
-/* NVMe: the namespace's NGUID, EUI-64, else controller serial + nsid */
-static int nvme_id(int fd, char *out, size_t len)
+/* the UUID in the namespace's identification descriptor list (NVMe 1.3;
+ * Linux nvmet gives every namespace one, and no NGUID or EUI-64 unless
+ * configured): 0 and its text in out, else -1 */
+static int nvme_uuid(int fd, __u32 nsid, char *out, size_t len)
+{
+	uint8_t *buf = calloc(1, NVME_IDENTIFY_DATA_SIZE);
+	size_t off = 0;
+	int rc = -1;
+
+	if (!buf || nvme_identify_ns_descs(fd, nsid, (struct nvme_ns_id_desc *)buf) != 0)
+		goto out;
+	while (off + sizeof(struct nvme_ns_id_desc) <= NVME_IDENTIFY_DATA_SIZE) {
+		const struct nvme_ns_id_desc *d = (const void *)(buf + off);
+		const uint8_t *u = d->nid;
+
+		if (!d->nidt || off + sizeof(*d) + d->nidl > NVME_IDENTIFY_DATA_SIZE)
+			break;
+		if (d->nidt == NVME_NIDT_UUID && d->nidl == NVME_NIDT_UUID_LEN &&
+		    !all_zero(u, NVME_NIDT_UUID_LEN)) {
+			char h[2 * NVME_NIDT_UUID_LEN + 1];
+
+			hex(h, u, NVME_NIDT_UUID_LEN);
+			snprintf(out, len, "nvme.uuid-%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12,
+				 h + 16, h + 20);
+			rc = 0;
+			break;
+		}
+		off += sizeof(*d) + d->nidl;
+	}
+out:
+	free(buf);
+	return rc;
+}
+
+/* NVMe: the namespace's NGUID, EUI-64, UUID, else controller serial +
+ * nsid; legacy: without the UUID, as recorded before it was read */
+static int nvme_id(int fd, int legacy, char *out, size_t len)
 {
 	struct nvme_id_ctrl *ctrl = calloc(1, sizeof(*ctrl));
 	struct nvme_id_ns *ns = calloc(1, sizeof(*ns));
@@ -94,6 +129,8 @@ static int nvme_id(int fd, char *out, size_t len)
 
 		hex(h, ns->eui64, sizeof(ns->eui64));
 		snprintf(out, len, "nvme.eui64-%s", h);
+		rc = 0;
+	} else if (!legacy && nvme_uuid(fd, nsid, out, len) == 0) {
 		rc = 0;
 	} else if (nvme_identify_ctrl(fd, ctrl) == 0) {
 		char sn[sizeof(ctrl->sn) + 1];
@@ -192,7 +229,7 @@ static int id_get(int fd, uint64_t size_bytes, int legacy, struct pmc_disk_id *i
 		int part = partition_of(st.st_rdev, &whole, &partno);
 
 		/* the NVMe ioctls answer on a whole namespace only */
-		if (part || nvme_id(fd, text, sizeof(text)) != 0) {
+		if (part || nvme_id(fd, legacy, text, sizeof(text)) != 0) {
 			char p[160], v[32];
 
 			snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/nsid", major(whole),
@@ -224,6 +261,26 @@ static int id_get(int fd, uint64_t size_bytes, int legacy, struct pmc_disk_id *i
 int pmc_disk_id_get(int fd, uint64_t size_bytes, struct pmc_disk_id *id, struct pmc_err *err)
 {
 	return id_get(fd, size_bytes, 0, id, err);
+}
+
+int pmc_disk_id_get_legacy(int fd, uint64_t size_bytes, struct pmc_disk_id *id,
+			   struct pmc_err *err)
+{
+	return id_get(fd, size_bytes, 1, id, err);
+}
+
+int pmc_disk_id_match(const struct pmc_disk_id *id, const struct pmc_disk_id *legacy,
+		      const char *recorded)
+{
+	if (!strcmp(id->text, recorded))
+		return PMC_DISK_ID_SAME;
+	/* only the two forms a later pmcached reads a better identity for */
+	if (strncmp(recorded, "devnum-", 7) && strncmp(recorded, "nvme.sn-", 8))
+		return 0;
+	if (legacy && !strcmp(legacy->text, recorded) && strcmp(legacy->text, id->text) &&
+	    strncmp(id->text, "devnum-", 7))
+		return PMC_DISK_ID_LEGACY;
+	return 0;
 }
 
 /* the identity of an attached disk: its ops may answer for it */
@@ -316,28 +373,34 @@ int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
 				   "checksum); found %s on %s; if that is the volume's disk, "
 				   "attach it with --replace-disk (its dirty blocks are kept)",
 				   name, id.text, disk->path);
-	if (strcmp(vi.disk_id.text, id.text) && !strncmp(vi.disk_id.text, "devnum-", 7) &&
-	    !(disk->ops && disk->ops->identify)) {
-		/* recorded by its number before the dm, md and loop identities
-		 * were read: the same number is the same disk, as it was then;
-		 * its stable identity is recorded from now on */
+	if (pmc_disk_id_match(&id, NULL, vi.disk_id.text) == PMC_DISK_ID_SAME)
+		return 0;
+	if (!(disk->ops && disk->ops->identify)) {
+		/* recorded by an older pmcached: by its number before the dm,
+		 * md and loop identities were read, by controller serial and
+		 * nsid before the NVMe UUID was: the same disk, as it was
+		 * then; the identity read now is recorded from now on */
 		struct pmc_disk_id old;
 
-		if (id_get(disk->fd, disk->size, 1, &old, err) == 0 &&
-		    !strcmp(old.text, vi.disk_id.text) && strncmp(id.text, "devnum-", 7)) {
+		if (pmc_disk_id_get_legacy(disk->fd, disk->size, &old, err) == 0 &&
+		    pmc_disk_id_match(&id, &old, vi.disk_id.text) == PMC_DISK_ID_LEGACY) {
 			rc = pmc_cache_volume_set_id(c, vol, &id, 0, 0, err);
 			if (rc == 0)
 				pmc_log(LOG_NOTICE,
-					"volume %s: disk %s was recorded by its device number %s; "
-					"recorded its stable identity %s",
-					name, disk->path, vi.disk_id.text + 7, id.text);
+					"volume %s: disk %s was recorded as %s by an older "
+					"pmcached; recorded its identity %s",
+					name, disk->path, vi.disk_id.text, id.text);
 			return rc;
 		}
+		pmc_err_clear(err);
 	}
-	if (strcmp(vi.disk_id.text, id.text))
-		return pmc_err_set(err, EXDEV,
-				   "volume %s: wrong disk: the cache recorded %s, %s is %s; "
-				   "refusing to attach",
-				   name, vi.disk_id.text, disk->path, id.text);
-	return 0;
+	return pmc_err_set(err, EXDEV,
+			   "volume %s: wrong disk: the cache recorded %s, %s is %s; "
+			   "refusing to attach%s",
+			   name, vi.disk_id.text, disk->path, id.text,
+			   !strncmp(vi.disk_id.text, "nvme.uuid-", 10) &&
+					   !strncmp(id.text, "nvme.uuid-", 10)
+				   ? " (a namespace re-created at its target gets a new UUID "
+				     "unless given the old one)"
+				   : "");
 }

@@ -5,6 +5,10 @@
  * The identity is a short text, stable across reboots and device renames:
  *   nvme.nguid-<32 hex>        an NVMe namespace with an NGUID
  *   nvme.eui64-<16 hex>        ... else with an EUI-64
+ *   nvme.uuid-<8-4-4-4-12 hex> ... else with a UUID (its identification
+ *                              descriptor list; a volume recorded by
+ *                              serial + nsid by an older pmcached takes
+ *                              it at the next attach)
  *   nvme.sn-<serial>-ns<nsid>  ... else its controller's serial + namespace id
  *   wwid-<wwid>                another block device with a WWID (sysfs)
  *   serial-<serial>            ... else with a serial (sysfs)
@@ -32,6 +36,24 @@
 
 /* identify an open disk (fd of a block device or a regular file) */
 int pmc_disk_id_get(int fd, uint64_t size_bytes, struct pmc_disk_id *id, struct pmc_err *err);
+
+/* the identity an older pmcached recorded for the disk: no NVMe UUID, no
+ * device-mapper, md or loop identity */
+int pmc_disk_id_get_legacy(int fd, uint64_t size_bytes, struct pmc_disk_id *id,
+			   struct pmc_err *err);
+
+#define PMC_DISK_ID_SAME 1   /* the recorded identity is the disk's */
+#define PMC_DISK_ID_LEGACY 2 /* ... as an older pmcached recorded it */
+
+/*
+ * Does recorded name the disk whose identity is id and whose legacy
+ * identity (pmc_disk_id_get_legacy) is legacy (NULL: not read)?
+ * PMC_DISK_ID_SAME; PMC_DISK_ID_LEGACY when recorded is the legacy text of
+ * a devnum- or nvme.sn- form and the disk now has a better identity (the
+ * caller may record id); 0: another disk.
+ */
+int pmc_disk_id_match(const struct pmc_disk_id *id, const struct pmc_disk_id *legacy,
+		      const char *recorded);
 
 /* what pmc_disk_id_get() makes of sysfs values: normalise and bound */
 void pmc_disk_id_set_text(struct pmc_disk_id *id, const char *text);

@@ -292,6 +292,21 @@ static int conf_check(const struct pmc_volume_conf *vc, struct pmc_err *err)
 }
 
 /* without a cache: only a volume the state file calls clean may run */
+/* is disk, whose identity is found, the one recorded (diskid.h): also as
+ * an older pmcached recorded it (the record then stays as it is; the
+ * next attach through the cache records the identity read now) */
+static int disk_id_matches(const struct pmc_disk *disk, const struct pmc_disk_id *found,
+			   const char *recorded)
+{
+	struct pmc_disk_id legacy;
+	struct pmc_err err = {0};
+
+	if (pmc_disk_id_match(found, NULL, recorded))
+		return 1;
+	return pmc_disk_id_get_legacy(disk->fd, disk->size, &legacy, &err) == 0 &&
+	       pmc_disk_id_match(found, &legacy, recorded);
+}
+
 static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
 			  uint32_t *slot, struct pmc_volume_info *vi, char *id, struct pmc_err *err)
 {
@@ -331,7 +346,7 @@ static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_dis
 			pmc_err_clear(err);
 		else if (!recorded)
 			snprintf(id, PMC_DISK_ID_MAX + 1, "%s", found.text);
-		else if (strcmp(found.text, id))
+		else if (!disk_id_matches(disk, &found, id))
 			return pmc_err_set(err, EXDEV,
 					   "volume %s: disk %s is %s, but the state file records "
 					   "%s for the volume; refusing to serve another disk as it",

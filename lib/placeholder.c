@@ -141,23 +141,27 @@ const char *pmc_placeholder_id(const struct pmc_disk *d)
 int pmc_placeholder_swap(struct pmc_disk *d, int fd, const char *dev, uint32_t block_size,
 			 struct pmc_err *err)
 {
-	struct pmc_disk_id id;
+	struct pmc_disk_id id, legacy;
 	uint64_t size = 0;
 	uint32_t lbs = 0, pbs = 0;
 	int rc;
 
 	memset(&id, 0, sizeof(id));
+	memset(&legacy, 0, sizeof(legacy));
 	/* what cannot be read here, pmc_placeholder_swap_id refuses first */
 	if (pmc_placeholder_is(d) && pmc_disk_geometry(fd, &size, &lbs, &pbs) == 0) {
 		rc = pmc_disk_id_get(fd, size, &id, err);
+		if (rc == 0)
+			rc = pmc_disk_id_get_legacy(fd, size, &legacy, err);
 		if (rc)
 			return rc;
 	}
-	return pmc_placeholder_swap_id(d, fd, dev, block_size, &id, err);
+	return pmc_placeholder_swap_id(d, fd, dev, block_size, &id, &legacy, err);
 }
 
 int pmc_placeholder_swap_id(struct pmc_disk *d, int fd, const char *dev, uint32_t block_size,
-			    const struct pmc_disk_id *id, struct pmc_err *err)
+			    const struct pmc_disk_id *id, const struct pmc_disk_id *legacy,
+			    struct pmc_err *err)
 {
 	struct pdisk *p = pd_of(d);
 	uint64_t size = 0;
@@ -180,7 +184,7 @@ int pmc_placeholder_swap_id(struct pmc_disk *d, int fd, const char *dev, uint32_
 				   "volume %s: %s: logical block size %u does not divide the cache "
 				   "block size %u: not used",
 				   p->name, dev, lbs, block_size);
-	if (strcmp(id->text, p->id.text))
+	if (!pmc_disk_id_match(id, legacy, p->id.text))
 		return pmc_err_set(err, EXDEV,
 				   "volume %s: %s is disk %s, the cache recorded %s: not used",
 				   p->name, dev, id->text, p->id.text);

@@ -50,9 +50,11 @@ const char *pmc_placeholder_id(const struct pmc_disk *d);
  */
 int pmc_placeholder_swap(struct pmc_disk *d, int fd, const char *dev, uint32_t block_size,
 			 struct pmc_err *err);
-/* the same with fd's identity already read (pmc_disk_id_get): the caller
- * may hold a lock that must not wait for an NVMe Identify */
+/* the same with fd's identity already read (pmc_disk_id_get; legacy:
+ * pmc_disk_id_get_legacy, or NULL): the caller may hold a lock that must
+ * not wait for an NVMe Identify */
 int pmc_placeholder_swap_id(struct pmc_disk *d, int fd, const char *dev, uint32_t block_size,
-			    const struct pmc_disk_id *id, struct pmc_err *err);
+			    const struct pmc_disk_id *id, const struct pmc_disk_id *legacy,
+			    struct pmc_err *err);
 
 #endif

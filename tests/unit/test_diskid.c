@@ -9,7 +9,10 @@
  *    (also after a conversion cut short), and records the identity at the
  *    first attach; a torn identity record refuses the attach;
  *  - a loop device is identified by its backing file, and a volume that an
- *    older pmcached recorded by the device number moves to that identity.
+ *    older pmcached recorded by the device number moves to that identity;
+ *    the match rule alone: an NVMe namespace recorded by controller serial
+ *    and nsid moves to its UUID, a re-created namespace (another UUID) is
+ *    another disk.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -152,6 +155,44 @@ static void test_text(void)
 	T_TRUE(!strncmp(a.text, "file-", 5));
 	T_TRUE(strcmp(a.text, b.text));
 	printf("ok: identity texts (%s)\n", a.text);
+}
+
+/* the match rule: the same text, or a devnum- / nvme.sn- record an older
+ * pmcached made that the disk's legacy identity still gives */
+static void test_match(void)
+{
+	struct pmc_disk_id uuid, uuid2, sn, sn2, dev, wwid;
+	const char *rec_sn = "nvme.sn-pmcnvmf0001-ns1";
+
+	pmc_disk_id_set_text(&uuid, "nvme.uuid-6f0b1a52-1c1e-4e0e-9d0c-2f3b5f0e7a11");
+	pmc_disk_id_set_text(&uuid2, "nvme.uuid-0d9d8e7b-5a44-4b6f-8a0e-3c2d1b0a9f88");
+	pmc_disk_id_set_text(&sn, rec_sn);
+	pmc_disk_id_set_text(&sn2, "nvme.sn-pmcnvmf0001-ns2");
+	pmc_disk_id_set_text(&dev, "devnum-259:3");
+	pmc_disk_id_set_text(&wwid, "wwid-naa.5000c500a1b2c3d4");
+
+	T_EQ(pmc_disk_id_match(&uuid, NULL, uuid.text), PMC_DISK_ID_SAME);
+	T_EQ(pmc_disk_id_match(&uuid, &sn, uuid.text), PMC_DISK_ID_SAME);
+	/* a namespace re-created at the same nsid: another UUID, same serial */
+	T_EQ(pmc_disk_id_match(&uuid2, &sn, uuid.text), 0);
+	/* recorded by serial + nsid by an older pmcached: the same namespace */
+	T_EQ(pmc_disk_id_match(&uuid, &sn, rec_sn), PMC_DISK_ID_LEGACY);
+	T_EQ(pmc_disk_id_match(&uuid, NULL, rec_sn), 0); /* legacy not read */
+	T_EQ(pmc_disk_id_match(&uuid, &sn2, rec_sn), 0); /* another nsid */
+	T_EQ(pmc_disk_id_match(&sn2, &sn2, rec_sn), 0);
+	/* a device number upgraded to a stable identity, never to another
+	 * number, and no other form is taken as an older one */
+	T_EQ(pmc_disk_id_match(&wwid, &dev, dev.text), PMC_DISK_ID_LEGACY);
+	T_EQ(pmc_disk_id_match(&dev, &dev, dev.text), PMC_DISK_ID_SAME);
+	T_EQ(pmc_disk_id_match(&uuid, &wwid, wwid.text), 0);
+	T_EQ(pmc_disk_id_match(&uuid2, &uuid, uuid.text), 0);
+	{
+		struct pmc_disk_id dev2;
+
+		pmc_disk_id_set_text(&dev2, "devnum-259:4");
+		T_EQ(pmc_disk_id_match(&dev2, &dev, dev.text), 0);
+	}
+	printf("ok: the identity match rule (same text; devnum- and nvme.sn- records upgraded)\n");
 }
 
 /* the wrong disk, with dirty data in the cache: refused, untouched */
@@ -417,6 +458,7 @@ int main(void)
 	pmc_pmem_close(pm);
 
 	test_text();
+	test_match();
 	test_wrong_disk();
 	T_OK(pmc_pmem_open(pmem, 0, &pm, &err));
 	T_OK(pmc_cache_format(pm, NULL, &err));

@@ -17,6 +17,9 @@
  *          -1 for none): writes return in order and each is durable when it
  *          returns, so every write up to K is there and none after it. Then
  *          close cleanly, reopen, expect was_clean == 1 and the same data.
+ *        pmc-vm-cache set-id DEV NAME TEXT
+ *          record TEXT as the disk identity of volume NAME, as an older
+ *          pmcached would have (vm-nvmf: a record by serial and nsid).
  * Exit: 0 pass, 1 fail, 2 usage. Mismatches print both sides.
  */
 #include <inttypes.h>
@@ -314,6 +317,39 @@ static int do_verify(const char *dev, uint64_t seed, uint64_t n, int64_t acked)
 	return fail;
 }
 
+static int do_set_id(const char *dev, const char *name, const char *text)
+{
+	struct pmc_pmem *pm;
+	struct pmc_cache *c;
+	struct pmc_volume_info vi;
+	struct pmc_disk_id id;
+	struct pmc_err err;
+	uint32_t vol;
+	int rc;
+
+	if (pmc_pmem_open(dev, 0, &pm, &err) || pmc_cache_open(pm, 0, &c, &err)) {
+		printf("FAIL: open %s: %s\n", dev, err.msg);
+		return 1;
+	}
+	rc = pmc_cache_volume_find(c, name, &vol) || pmc_cache_volume_info(c, vol, &vi);
+	if (rc) {
+		printf("FAIL: volume %s: not in the cache\n", name);
+	} else {
+		memset(&id, 0, sizeof(id));
+		snprintf(id.text, sizeof(id.text), "%s", text);
+		id.disk_bytes = vi.disk_id.disk_bytes;
+		rc = pmc_cache_volume_set_id(c, vol, &id, 0, 0, &err);
+		if (rc)
+			printf("FAIL: volume %s: set its identity: %s\n", name, err.msg);
+		else
+			printf("volume %s: identity %s recorded (was %s)\n", name, id.text,
+			       vi.disk_id.text);
+	}
+	pmc_cache_close(c);
+	pmc_pmem_close(pm);
+	return !!rc;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -323,7 +359,10 @@ int main(int argc, char **argv)
 	if (argc == 6 && !strcmp(argv[1], "verify"))
 		return do_verify(argv[2], strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0),
 				 strtoll(argv[5], NULL, 0));
+	if (argc == 5 && !strcmp(argv[1], "set-id"))
+		return do_set_id(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: pmc-vm-cache write DEV DISK DISK_BYTES SEED N\n"
-			"       pmc-vm-cache verify DEV SEED N ACKED\n");
+			"       pmc-vm-cache verify DEV SEED N ACKED\n"
+			"       pmc-vm-cache set-id DEV NAME TEXT\n");
 	return 2;
 }

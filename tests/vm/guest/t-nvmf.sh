@@ -36,6 +36,13 @@
 #   from the run's PMC_NVMF_ACKED line, and the one written without the
 #   disk) reads back through the cache, then from the namespace's own disk
 #   after a flush.
+#   6. a second subsystem exports the other disk in a namespace without
+#   NGUID or EUI-64 (nvmet's default): the volume records its UUID; the
+#   namespace deleted and made again at the same nsid on the same disk
+#   (same serial and nsid, another UUID) is refused naming both UUIDs, the
+#   disk unchanged; given its old UUID (device_uuid) it is accepted and the
+#   data drains; a record by controller serial and nsid, as an older
+#   pmcached made, is accepted and replaced by the UUID.
 . /host/lib.sh
 PATH=/host/bin:$PATH
 WHAT=$1 SEED=${2:-1} ACKED=$3
@@ -238,6 +245,66 @@ if [ "$WHAT" = verify ]; then
 	regions_ok "after the power cut, through the cache" /dev/ublkb0 $ACKED 9
 	pmcachectl -s $SOCK flush >/dev/null && ok "flush" || bad "flush after the power cut"
 	regions_ok "after the power cut and a flush, on the namespace's disk" "$(raw_dev)" $ACKED 9
+	pmcachectl -s $SOCK shutdown --remove-devices >/dev/null
+	wait $PID
+
+	# --- 6. a namespace without NGUID: identified by its UUID ---------------
+	NQN2=nqn.2026-12.org.pmcache:vm-nvmf-uuid
+	NS2=$CFS/subsystems/$NQN2/namespaces/1
+	ns2_make() { # [UUID]: namespace 1 of NQN2 on the other disk, no NGUID
+		mkdir -p $NS2 && echo "$OTHER" >$NS2/device_path &&
+			{ [ -z "$1" ] || echo "$1" >$NS2/device_uuid; } && echo 1 >$NS2/enable
+	}
+	mkdir -p $CFS/subsystems/$NQN2 && echo 1 >$CFS/subsystems/$NQN2/attr_allow_any_host &&
+		echo pmcnvmf0002 >$CFS/subsystems/$NQN2/attr_serial && ns2_make &&
+		ln -s $CFS/subsystems/$NQN2 $CFS/ports/1/subsystems/$NQN2 ||
+		{ bad "the second subsystem"; exit 1; }
+	U1=$(cat $NS2/device_uuid)
+	ok "$NQN2 ns 1 = $OTHER, device_nguid $(cat $NS2/device_nguid), uuid $U1"
+	CONF2=/tmp/pmcached-uuid.conf
+	LOG2=/host/out/pmcached-uuid.log
+	sed -e "s/name = \"net\"/name = \"uns\"/" -e "s/subsysnqn = \"$NQN\"/subsysnqn = \"$NQN2\"/" \
+		-e "s/max_age_ms = 500/max_age_ms = 600000/" $CONF >$CONF2
+	pmcachectl format --force "$DAX" >/dev/null || { bad "format for part 6"; exit 1; }
+	pmcached_start $CONF2 $LOG2 || { bad "pmcached on the namespace without NGUID"; cat $LOG2; exit 1; }
+	[ "$(jval disk_id)" = "nvme.uuid-$U1" ] && ok "the volume recorded the namespace's UUID: $(jval disk_id)" ||
+		bad "disk_id $(jval disk_id), expected nvme.uuid-$U1"
+	region 12 && ok "region 12 written through the cache" || bad "region 12"
+	dirty_nonzero && ok "$(jval dirty_blocks) dirty blocks" || bad "no dirty blocks in part 6"
+	kill -9 $PID
+	wait $PID 2>/dev/null
+	nvme disconnect -n $NQN2 >/dev/null 2>&1
+	# the namespace made again at the same nsid: same serial, another UUID
+	echo 0 >$NS2/enable && rmdir $NS2 && ns2_make || bad "the namespace made again"
+	U2=$(cat $NS2/device_uuid)
+	[ "$U2" != "$U1" ] && ok "made again: uuid $U2" || bad "the namespace kept its UUID $U1"
+	SUM2=$(dd if="$OTHER" bs=1M count=64 iflag=direct 2>/dev/null | md5sum)
+	timeout 120 pmcached -c $CONF2 >/tmp/wrong2.log 2>&1
+	_rc=$?
+	grep -q "volume uns: wrong disk: the cache recorded nvme.uuid-$U1, .* is nvme.uuid-$U2; refusing to attach" /tmp/wrong2.log &&
+		[ $_rc -ne 0 ] && [ $_rc -ne 124 ] &&
+		ok "the namespace made again is refused: $(grep 'wrong disk' /tmp/wrong2.log)" ||
+		{ bad "the namespace made again (exit $_rc):"; cat /tmp/wrong2.log; }
+	[ "$(dd if="$OTHER" bs=1M count=64 iflag=direct 2>/dev/null | md5sum)" = "$SUM2" ] &&
+		ok "its disk did not change" || bad "the disk of the namespace made again changed"
+	nvme disconnect -n $NQN2 >/dev/null 2>&1
+	# the way out the refusal names: the namespace given its old UUID
+	echo 0 >$NS2/enable && echo "$U1" >$NS2/device_uuid && echo 1 >$NS2/enable ||
+		bad "device_uuid $U1"
+	pmcached_start $CONF2 $LOG2 || { bad "pmcached with the old UUID back"; cat $LOG2; exit 1; }
+	regions_ok "the old UUID back: through the cache" /dev/ublkb0 12
+	pmcachectl -s $SOCK flush >/dev/null && ok "flush" || bad "flush in part 6"
+	regions_ok "after a flush, on the namespace's disk" "$OTHER" 12
+	pmcachectl -s $SOCK shutdown --remove-devices >/dev/null
+	wait $PID
+	# an older pmcached recorded such a namespace by serial and nsid
+	pmc-vm-cache set-id "$DAX" uns nvme.sn-pmcnvmf0002-ns1 || bad "pmc-vm-cache set-id"
+	pmcached_start $CONF2 $LOG2 || { bad "pmcached on a record by serial"; cat $LOG2; exit 1; }
+	grep -q "volume uns: disk .* was recorded as nvme.sn-pmcnvmf0002-ns1 by an older pmcached; recorded its identity nvme.uuid-$U1" $LOG2 &&
+		[ "$(jval disk_id)" = "nvme.uuid-$U1" ] &&
+		ok "a record by serial and nsid moved to the UUID: $(jval disk_id)" ||
+		{ bad "the record by serial and nsid: disk_id $(jval disk_id)"; tail -n 5 $LOG2; }
+	regions_ok "after the move to the UUID" /dev/ublkb0 12
 	pmcachectl -s $SOCK shutdown --remove-devices >/dev/null
 	wait $PID
 	echo "PMC_NVMF_TIME verify $(awk "BEGIN { print $(up) - $SECONDS0 }") s"
