@@ -12,7 +12,7 @@ _pmcachectl()
 	local cmds="status stats volume set get flush shutdown check format dump disks version help"
 	local keys="mode admit_after_misses seq_cutoff nospace log.level writeback.high_pct
 		writeback.low_pct writeback.max_age_ms writeback.max_io writeback.max_inflight
-		writeback.busy_inflight writeback.idle_ms writeback.retry_ms"
+		writeback.busy_inflight writeback.idle_ms writeback.retry_ms writeback.stall_ms"
 
 	case $prev in
 	-s | --socket | -c | --config)

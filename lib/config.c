@@ -248,6 +248,18 @@ const struct pmc_config_key pmc_config_table[] = {
      .max = 60000,
      .unit = "ms",
      .doc = "first wait after a disk error, doubling up to 60 s"},
+    {.key = "writeback.stall_ms",
+     TOP(wb.stall_ms),
+     .type = PMC_CONFIG_T_INT,
+     .def = "10000",
+     .flags = PMC_CONFIG_RUNTIME,
+     .min = 100,
+     .max = 600000,
+     .unit = "ms",
+     .doc = "a volume whose write-back writes complete nothing for this long (a disk or "
+	    "fabric path that stopped answering) no longer counts against max_inflight and "
+	    "gets no more write-back until one completes, so the other volumes' dirty data "
+	    "still drains"},
     {.key = "volumes",
      .scope = PMC_CONFIG_SCOPE_TOP,
      .type = PMC_CONFIG_T_LIST,

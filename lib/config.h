@@ -16,7 +16,8 @@
  *   log = { level = "info"; };
  *   queues = { count = 2; depth = 128; max_io = "512K"; };
  *   writeback = { high_pct = 50; low_pct = 30; max_age_ms = 30000; max_io = "1M";
- *                 max_inflight = 32; busy_inflight = 4; idle_ms = 100; retry_ms = 1000; };
+ *                 max_inflight = 32; busy_inflight = 4; idle_ms = 100; retry_ms = 1000;
+ *                 stall_ms = 10000; };
  *   volumes = ( { name = "db"; disk = "/dev/nvme1n1"; mode = "write-back";
  *                 admit_after_misses = 1; seq_cutoff = 0; nospace = "wait"; ublk_id = -1; } );
  *

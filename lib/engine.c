@@ -66,6 +66,7 @@ void pmc_wb_conf_default(struct pmc_wb_conf *wb)
 	wb->busy_inflight = 4;
 	wb->idle_ms = 100;
 	wb->retry_ms = 1000;
+	wb->stall_ms = 10000;
 	wb->max_req_bytes = 1u << 20;
 }
 

@@ -53,6 +53,9 @@ struct pmc_wb_conf {
 	uint32_t busy_inflight;	  /* ... while foreground I/O runs (default 4) */
 	uint32_t idle_ms;	  /* no foreground request for this long = idle (default 100) */
 	uint32_t retry_ms;	  /* first back-off after a disk error, doubling to 60 s (default 1000) */
+	uint32_t stall_ms;	  /* a volume whose write-back completed nothing for this long
+				   * while some was in flight (a hung disk or path) stops taking
+				   * write-back's shared limits (default 10000) */
 	uint32_t max_req_bytes;	  /* largest request (default 1 MiB) */
 };
 

@@ -99,6 +99,16 @@ struct pmc_evol {
 	uint32_t wb_fail_round;
 	struct wb_round *wb_open; /* write-back: the round taking writes (wb_lock) */
 	unsigned wb_busy;	  /* its write-back writes and syncs in flight (wb_lock) */
+	/* (wb_lock) its write-back writes in flight, the bytes of its
+	 * completed ones waiting for their round's sync, and when its last
+	 * write or sync completed, or its first of a busy spell started:
+	 * busy with no progress for stall_ms, the volume is stalled (a hung
+	 * disk or path): what it holds stops counting against write-back's
+	 * shared limits, and it gets no more until it progresses */
+	unsigned wb_writes;
+	uint64_t wb_held;
+	uint64_t wb_progress_ns;
+	int wb_stalled;
 	/* flush generations (ORDERING.md): plain disk writes and discards
 	 * completed, and the value of wr_done when the newest finished sync
 	 * was issued; wr_synced < wr_done: not known durable */

@@ -119,7 +119,39 @@ static void wb_release(struct pmc_engine *e, struct wb_io *w)
 static void held_release(struct pmc_engine *e, struct wb_io *w)
 {
 	e->wb_held_bytes -= (uint64_t)w->n * e->bs;
+	e->vols[w->vol].wb_held -= (uint64_t)w->n * e->bs;
 	wb_release(e, w);
+}
+
+/* a write or sync of v completed at now: it progresses; wb_lock held */
+static void wb_progress(struct pmc_evol *v, uint64_t now)
+{
+	v->wb_progress_ns = now;
+	if (v->wb_stalled) {
+		v->wb_stalled = 0;
+		pmc_log(LOG_NOTICE, "volume %s: write-back to its disk progresses again",
+			v->name);
+	}
+}
+
+/*
+ * Is v stalled at now: write-back writes or syncs in flight and none
+ * completed for stall_ms (a disk that stopped answering, a fabric path
+ * queueing its I/O until ctrl_loss_tmo)? Logged once per stall. wb_lock
+ * held.
+ */
+static int wb_stalled(struct pmc_evol *v, uint64_t now, uint64_t stall_ns)
+{
+	if (!v->wb_busy || now < v->wb_progress_ns || now - v->wb_progress_ns <= stall_ns)
+		return 0;
+	if (!v->wb_stalled) {
+		v->wb_stalled = 1;
+		pmc_log(LOG_WARNING,
+			"volume %s: write-back to its disk completed nothing for %" PRIu64
+			" ms (%u writes in flight): the other volumes write back meanwhile",
+			v->name, (now - v->wb_progress_ns) / 1000000, v->wb_writes);
+	}
+	return 1;
 }
 
 /* r leaves: its completed writes unsynced (their blocks stay dirty), r
@@ -225,6 +257,7 @@ static void round_synced(struct pmc_io *io, int res)
 	}
 	pthread_mutex_lock(&e->wb_lock);
 	v->wb_busy--;
+	wb_progress(v, pmc_eng_queue_now(r->q));
 	while (r->done) {
 		struct wb_io *w = r->done;
 
@@ -288,12 +321,15 @@ static void wb_done(struct pmc_io *io, int res)
 	pthread_mutex_lock(&e->wb_lock);
 	e->wb_inflight--;
 	e->vols[w->vol].wb_busy--;
+	e->vols[w->vol].wb_writes--;
+	wb_progress(&e->vols[w->vol], pmc_eng_queue_now(q));
 	r->writes--;
 	if (res == 0) {
 		/* in the disk's cache: clean once the round's sync succeeded */
 		w->next = r->done;
 		r->done = w;
 		e->wb_held_bytes += (uint64_t)w->n * e->bs;
+		e->vols[w->vol].wb_held += (uint64_t)w->n * e->bs;
 	} else {
 		/* poisoned source (res > 0): nothing marked clean, the rest is
 		 * written back again; no disk error, no back-off */
@@ -433,7 +469,7 @@ static int vol_eligible(struct pmc_engine *e, uint32_t vol, uint64_t now)
 {
 	struct pmc_evol *v = &e->vols[vol];
 
-	return v->disk && atomic_load(&v->retry_at_ns) <= now;
+	return v->disk && atomic_load(&v->retry_at_ns) <= now && !v->wb_stalled;
 }
 
 /* a full pass over the dirty blocks: publish the oldest dirty ages */
@@ -672,7 +708,10 @@ static void wb_submit(struct pmc_engine *e, struct pmc_queue *q, struct wb_round
 	r->started++;
 	r->bytes += io->len;
 	e->wb_inflight++;
-	e->vols[w->vol].wb_busy++;
+	/* a busy spell starts: stalled only if nothing completes from now */
+	if (!e->vols[w->vol].wb_busy++)
+		e->vols[w->vol].wb_progress_ns = w->start_ns;
+	e->vols[w->vol].wb_writes++;
 	pmc_eng_submit(q, w->vol, io);
 }
 
@@ -792,8 +831,8 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 {
 	struct pmc_cache_info ci;
 	struct pmc_wb_conf wb;
-	uint64_t now = pmc_eng_queue_now(q), pct, nospace_ns, fg_ns;
-	unsigned limit, n, i, started = 0;
+	uint64_t now = pmc_eng_queue_now(q), pct, nospace_ns, fg_ns, held;
+	unsigned limit, n, i, started = 0, inflight;
 	uint32_t prev_vol = UINT32_MAX; /* this step's last write */
 	uint64_t prev_end = 0;
 	int idle, starved;
@@ -824,16 +863,28 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 	starved = nospace_ns && (now < nospace_ns ||
 				 now - nospace_ns <= (uint64_t)wb.idle_ms * 1000000ull);
 	limit = idle || starved || e->wb_force ? wb.max_inflight : wb.busy_inflight;
-	if (ci.nr_dirty == 0 || e->wb_inflight >= limit || e->wb_held_bytes >= WB_HELD_BYTES ||
+	/* what stalled volumes hold is not counted: one hung disk must not
+	 * stop every volume's write-back (they get no more meanwhile) */
+	inflight = e->wb_inflight;
+	held = e->wb_held_bytes;
+	for (i = 0; i < e->nvols; i++) {
+		struct pmc_evol *v = &e->vols[i];
+
+		if (wb_stalled(v, now, (uint64_t)wb.stall_ms * 1000000ull)) {
+			inflight -= v->wb_writes;
+			held -= v->wb_held;
+		}
+	}
+	if (ci.nr_dirty == 0 || inflight >= limit || held >= WB_HELD_BYTES ||
 	    wb_nothing_due(e, wb.max_age_ms * 1000000ull)) {
 		/* at the in-flight limit, more is coming: only the due rounds */
-		rounds_seal(e, q, now, e->wb_inflight < limit || e->wb_held_bytes >= WB_HELD_BYTES);
+		rounds_seal(e, q, now, inflight < limit || held >= WB_HELD_BYTES);
 		pthread_mutex_unlock(&e->wb_lock);
 		return 0;
 	}
 	n = wb_candidates(e, now, wb.max_age_ms * 1000000ull);
 	/* writes waiting for their sync hold pins and wb_io: WB_HELD_BYTES */
-	for (i = e->items_pos; i < n && e->wb_inflight < limit && e->wb_held_bytes < WB_HELD_BYTES;) {
+	for (i = e->items_pos; i < n && inflight < limit && held < WB_HELD_BYTES;) {
 		struct wb_round *r;
 		struct wb_io *w;
 		uint32_t vol = e->items[i].vol;
@@ -898,6 +949,7 @@ int pmc_engine_writeback_step(struct pmc_engine *e, struct pmc_queue *q)
 			continue;
 		}
 		wb_submit(e, q, r, w);
+		inflight++;
 		started++;
 		prev_vol = vol;
 		prev_end = lba + w->n;

@@ -39,6 +39,7 @@ const char *const fz_tokens[] = {
     "busy_inflight",
     "idle_ms",
     "retry_ms",
+    "stall_ms",
     "volumes",
     "name",
     "disk",

@@ -125,6 +125,7 @@ static void test_table(void)
 	T_EQ(c.wb.busy_inflight, wb.busy_inflight);
 	T_EQ(c.wb.idle_ms, wb.idle_ms);
 	T_EQ(c.wb.retry_ms, wb.retry_ms);
+	T_EQ(c.wb.stall_ms, wb.stall_ms);
 	T_EQ(c.wb.max_req_bytes, wb.max_req_bytes); /* queues.max_io: 1 MiB */
 	pmc_volume_conf_default(&vc);
 	T_EQ(v.vc.mode, vc.mode);
@@ -190,7 +191,8 @@ static void test_good(void)
 	    "/* a\n   block comment */\n"
 	    "queues = { count = 64; depth = 1024; max_io = \"1M\"; };\n"
 	    "writeback = { high_pct = 100; low_pct = 0; max_age_ms = 0; max_io = \"16M\";\n"
-	    "  max_inflight = 1024; busy_inflight = 1024; idle_ms = 60000; retry_ms = 1; };\n"
+	    "  max_inflight = 1024; busy_inflight = 1024; idle_ms = 60000; retry_ms = 1;\n"
+	    "  stall_ms = 600000; };\n"
 	    "volumes = (\n"
 	    "  { name = \"db\"; disk = \"/dev/sdb\"; mode = \"write-through\";\n"
 	    "    admit_after_misses = 255; seq_cutoff = \"4M\"; nospace = \"around\"; ublk_id = 0; "
@@ -219,6 +221,7 @@ static void test_good(void)
 	T_EQ(c.wb.busy_inflight, 1024);
 	T_EQ(c.wb.idle_ms, 60000);
 	T_EQ(c.wb.retry_ms, 1);
+	T_EQ(c.wb.stall_ms, 600000);
 	T_EQ(c.nr_volumes, 3);
 	T_EQ(c.volumes[0].vc.mode, PMC_MODE_WRITE_THROUGH);
 	T_EQ(c.volumes[0].vc.admit_after_misses, 255);
@@ -408,6 +411,8 @@ static void test_errors(void)
 	    NAME ":2: writeback.max_age_ms: -1 is below the minimum 0");
 	BAD(PMEM "writeback = { retry_ms = 0; };\n" VOL1, ERANGE,
 	    NAME ":2: writeback.retry_ms: 0 is below the minimum 1");
+	BAD(PMEM "writeback = { stall_ms = 99; };\n" VOL1, ERANGE,
+	    NAME ":2: writeback.stall_ms: 99 is below the minimum 100");
 	BAD(PMEM "writeback = { idle_ms = 60001; };\n" VOL1, ERANGE,
 	    NAME ":2: writeback.idle_ms: 60001 is above the maximum 60000");
 	BAD("pmem = { path = \"/x\"; block_size = 8192; };\n" VOL1, ERANGE,

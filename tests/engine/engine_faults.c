@@ -713,6 +713,81 @@ static void sc_wb_fair(void)
 	printf("ok: wb_fair\n");
 }
 
+/*
+ * One volume's disk stops answering (every write held HUNG_NS, as a fabric
+ * path queueing I/O until ctrl_loss_tmo, or a disk in its retries) while
+ * its write-back writes hold every in-flight slot: once nothing of it
+ * completed for stall_ms, they no longer count, and another volume's dirty
+ * blocks are written back long before the hung writes come back; the hung
+ * volume gets no more writes meanwhile. Then all of it is written back,
+ * every block in its last version.
+ */
+#define HUNG_NS 3000000000ull
+static void sc_wb_hung(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *a = &g_v[0], *b = &g_v[1];
+	struct pmc_vol_stats s;
+	uint64_t t0, t_b = 0;
+	int started;
+
+	base_wb(&wb);
+	wb.max_inflight = 4;
+	wb.busy_inflight = 4;
+	wb.max_io_bytes = BS; /* one block per write: many writes */
+	wb.stall_ms = 100;
+	setup("wb_hung: one volume's disk stops answering with every write-back slot", 512, 2,
+	      1024, &wb, NULL);
+	g_no_steps = 1;
+	g_f[0].delay_writes = 1000;
+	g_f[0].delay_ns = HUNG_NS;
+	for (uint64_t i = 0; i < 32; i++)
+		T_EQ(write_ver(a, 2 * i, 1, 2, 0), 0);
+	t0 = pmc_mono_ns();
+	started = pmc_engine_writeback_step(g_t.e, g_q);
+	if (started != 4)
+		T_FAIL("the first step started %d writes to %s, expected every slot (4)", started,
+		       a->name);
+	for (uint64_t i = 0; i < 32; i++)
+		T_EQ(write_ver(b, 3 * i, 1, 3, 0), 0);
+	while (pmc_mono_ns() - t0 < HUNG_NS) {
+		pmc_engine_writeback_step(g_t.e, g_q);
+		pmc_queue_poll(g_q, 1, 1000000ull);
+		et_stats(g_t.e, b->vol, &s);
+		if (s.dirty_blocks == 0) {
+			t_b = pmc_mono_ns() - t0;
+			break;
+		}
+	}
+	et_stats(g_t.e, b->vol, &s);
+	if (!t_b || t_b > HUNG_NS * 2 / 3)
+		T_FAIL("volume %s: %" PRIu64 " blocks still dirty after %" PRIu64 " ms while %s's "
+		       "write-back hung (stall_ms %u): the hung volume held every slot",
+		       b->name, s.dirty_blocks, (pmc_mono_ns() - t0) / 1000000, a->name,
+		       wb.stall_ms);
+	printf("%s's 32 dirty blocks written back %" PRIu64 " ms after %s's writes hung\n",
+	       b->name, t_b / 1000000, a->name);
+	et_stats(g_t.e, a->vol, &s);
+	T_EQ(s.dirty_blocks, 32); /* nothing of a came back yet */
+	/* and a got no more writes while stalled: each would hang too */
+	if (g_f[0].submits[PMC_IO_WRITE] != 4)
+		T_FAIL("volume %s: %" PRIu64 " write-back writes submitted while stalled with 4 "
+		       "in flight; expected none more",
+		       a->name, g_f[0].submits[PMC_IO_WRITE] - 4);
+	expect_disk(b, 0, 1, ONE(3), "written back past the hung volume");
+	/* the disk answers again: everything written back */
+	g_f[0].delay_writes = 0;
+	et_run(g_t.e, g_q, g_q, (unsigned)(HUNG_NS / 1000000));
+	heal_and_flush(a, &g_f[0]);
+	for (uint64_t i = 0; i < 32; i++) {
+		expect_disk(a, 2 * i, 1, ONE(2), "written back once its disk answered");
+		expect_disk(b, 3 * i, 1, ONE(3), "written back past the hung volume");
+	}
+	g_no_steps = 0;
+	teardown();
+	printf("ok: wb_hung\n");
+}
+
 /* close the cache cleanly and open it again with volume v attached */
 static void reopen_one(struct et_vol *v)
 {
@@ -2425,6 +2500,7 @@ static const struct {
     {"eagain_backoff", sc_eagain_backoff},
     {"stale_error", sc_stale_error}, {"wb_batch", sc_wb_batch},
     {"wb_corrupt", sc_wb_corrupt},   {"idx_corrupt", sc_idx_corrupt},
+    {"wb_hung", sc_wb_hung},
 };
 
 int main(int argc, char **argv)
