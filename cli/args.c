@@ -129,6 +129,7 @@ static int is(const char *arg, size_t n, const char *s, const char *l)
 int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pmc_err *err)
 {
 	const char *words[PMC_CLI_POS_MAX + 2];
+	const char *paced = NULL; /* -i or -n given: only with --watch */
 	int nwords = 0, opts_done = 0;
 	uint64_t u;
 
@@ -213,6 +214,7 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 			} else if (is(arg, n, "-i", "--interval")) {
 				if (parse_interval(opt, v, &a->interval_s, err))
 					return -EINVAL;
+				paced = opt[1] == '-' ? "--interval" : "-i";
 			} else {
 				if (parse_u64(opt, v, &u, err))
 					return -EINVAL;
@@ -220,6 +222,7 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 					if (u < 1 || u > 1000000)
 						return pmc_err_set(err, EINVAL, "%s: 1 to 1000000", opt);
 					a->count = (int)u;
+					paced = opt[1] == '-' ? "--count" : "-n";
 				} else if (is(arg, n, NULL, "--limit")) {
 					a->limit = u;
 				} else if (is(arg, n, NULL, "--block-size")) {
@@ -300,6 +303,9 @@ int pmc_cli_parse(int argc, char *const *argv, struct pmc_cli_args *a, struct pm
 			return pmc_err_set(err, EINVAL, "--prometheus: only for stats");
 		if (a->watch && a->cmd != PMC_CLI_STATS)
 			return pmc_err_set(err, EINVAL, "--watch: only for stats");
+		/* a pace for a single read would be ignored: say so */
+		if (paced && !a->watch)
+			return pmc_err_set(err, EINVAL, "%s: only with stats --watch", paced);
 		if (a->prometheus && a->json)
 			return pmc_err_set(err, EINVAL, "--prometheus and --json exclude each other");
 		if (a->remove_devices && a->cmd != PMC_CLI_SHUTDOWN)

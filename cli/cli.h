@@ -164,6 +164,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err);
 int pmc_cmd_disks(struct pmc_cli_ctx *ctx, struct pmc_err *err);
 
 /* print a JSON object on stdout, pretty unless one_line */
-void pmc_print_json(struct json_object *o, int one_line);
+/* print o with "ok": ok (the command succeeded) added */
+void pmc_print_json(struct json_object *o, int ok, int one_line);
 
 #endif

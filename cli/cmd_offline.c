@@ -250,7 +250,7 @@ int pmc_cmd_check(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 		json_object_object_add(o, "repaired", json_object_new_uint64((uint64_t)repaired));
 		if (repaired)
 			json_object_object_add(o, "repaired_problem", json_object_new_string(found));
-		pmc_print_json(o, 0);
+		pmc_print_json(o, rc == 0, 0);
 		json_object_put(o);
 		ctx->printed = 1;
 	} else {
@@ -349,7 +349,7 @@ static int format_at(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err *
 		json_object_object_add(o, "nr_blocks", json_object_new_uint64(ci.nr_blocks));
 		json_object_object_add(o, "max_volumes", json_object_new_uint64(ci.max_volumes));
 		json_object_object_add(o, "overwrote", json_object_new_string(rc > 0 ? what : ""));
-		pmc_print_json(o, 0);
+		pmc_print_json(o, 1, 0);
 		json_object_put(o);
 	} else {
 		char cap[24];
@@ -573,7 +573,7 @@ int pmc_cmd_dump(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	json_object_object_add(o, "volumes", vols);
 	json_object_object_add(o, "descriptors", descs);
 	if (a->json) {
-		pmc_print_json(o, 0);
+		pmc_print_json(o, rc == 0, 0);
 		ctx->printed = 1;
 	} else {
 		printf("pmem %s, %" PRIu64 " bytes: %s%s\n", path, pm->size,
@@ -783,7 +783,7 @@ int pmc_cmd_disks(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 
 		json_object_object_add(o, "disks", arr);
 		json_object_object_add(o, "fabric_controllers", ctrls);
-		pmc_print_json(o, 0);
+		pmc_print_json(o, 1, 0);
 		json_object_put(o);
 		return 0;
 	}

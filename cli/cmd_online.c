@@ -273,7 +273,7 @@ static int do_stats(struct pmc_cli_ctx *ctx, struct pmc_client *cl, const struct
 		if (a->prometheus) {
 			pmc_render_prometheus(o, stdout);
 		} else if (a->json) {
-			pmc_print_json(o, a->watch);
+			pmc_print_json(o, 1, a->watch);
 		} else {
 			if (a->watch) {
 				char ts[32];
@@ -370,8 +370,7 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 			return exit_of_err(err);
 		}
 		if (a->json) {
-			json_object_object_add(o, "ok", json_object_new_boolean(1));
-			pmc_print_json(o, 1);
+			pmc_print_json(o, 1, 1);
 		} else
 			printf("flush: done, every dirty block%s%s is on its disk\n",
 			       a->volume ? " of " : "", a->volume ? a->volume : "");
@@ -384,7 +383,7 @@ int pmc_cmd_online(struct pmc_cli_ctx *ctx, struct pmc_err *err)
 	if (rc)
 		return exit_of_err(err);
 	if (a->json) {
-		pmc_print_json(o, 0);
+		pmc_print_json(o, 1, 0);
 		json_object_put(o);
 		return 0;
 	}

@@ -51,7 +51,7 @@ static int version(struct pmc_cli_ctx *ctx)
 		json_object_object_add(o, "daemon_version",
 				       dver ? json_object_new_string(dver) : NULL);
 		json_object_object_add(o, "socket", json_object_new_string(ctx->socket));
-		pmc_print_json(o, 0);
+		pmc_print_json(o, 1, 0);
 		json_object_put(o);
 	} else {
 		printf("pmcachectl %s\n", PMC_VERSION);
@@ -130,11 +130,10 @@ int main(int argc, char **argv)
 		if (a.json && !ctx.printed) {
 			struct json_object *o = json_object_new_object();
 
-			json_object_object_add(o, "ok", json_object_new_boolean(0));
 			json_object_object_add(o, "errno", json_object_new_int(err.code));
 			json_object_object_add(o, "error", json_object_new_string(err.msg));
 			json_object_object_add(o, "exit", json_object_new_int(ex));
-			pmc_print_json(o, 1);
+			pmc_print_json(o, 0, 1);
 			json_object_put(o);
 		}
 	}

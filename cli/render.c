@@ -476,9 +476,12 @@ void pmc_render_prometheus(struct json_object *stats, FILE *f)
 	}
 }
 
-void pmc_print_json(struct json_object *o, int one_line)
+void pmc_print_json(struct json_object *o, int ok, int one_line)
 {
 	int flags = JSON_C_TO_STRING_NOSLASHESCAPE;
+
+	/* every document a command prints says whether it succeeded */
+	json_object_object_add(o, "ok", json_object_new_boolean(ok));
 
 	flags |= one_line ? JSON_C_TO_STRING_PLAIN
 			  : JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED;

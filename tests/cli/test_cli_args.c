@@ -59,6 +59,12 @@ int main(void)
 	T_TRUE(a.prometheus && !a.volume);
 	T_ERR(P("stats", "--prometheus", "--json"), EINVAL, "exclude");
 	T_ERR(P("status", "--watch"), EINVAL, "only for stats");
+	/* a pace without --watch would be ignored: refused, named */
+	T_ERR(P("stats", "-n", "3"), EINVAL, "-n: only with stats --watch");
+	T_ERR(P("stats", "--interval=2"), EINVAL, "--interval: only with stats --watch");
+	T_ERR(P("stats", "vol0", "-i", "2"), EINVAL, "-i: only with stats --watch");
+	T_OK(P("stats", "-i", "2", "--watch"));
+	T_TRUE(a.watch && a.interval_s == 2);
 	T_ERR(P("stats", "--watch=0"), EINVAL, "seconds");
 	T_ERR(P("stats", "a", "b"), EINVAL, "expects 0 to 1");
 	/* one word more than the array of arguments holds (it was written

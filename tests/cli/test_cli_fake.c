@@ -302,6 +302,7 @@ static void repair_counts(const char *ctl, char *out, size_t olen, char *ebuf, s
 	T_TRUE(strstr(out, "result       consistent") != NULL);
 	T_EQ(run(ctl, 0, out, olen, ebuf, elen, "--json", "check", g_pmem), 0);
 	T_TRUE(strstr(out, "\"repaired\": 0") != NULL && strstr(out, "\"consistent\": true") != NULL);
+	T_TRUE(strstr(out, "\"ok\": true") != NULL);
 	/* the recount was kept: a start trusts 3 and 1 */
 	T_OK(pmc_pmem_open(g_pmem, 0, &pm, &err));
 	T_OK(pmc_cache_open(pm, PMC_OPEN_RDONLY, &c, &err));
@@ -425,6 +426,10 @@ int main(int argc, char **argv)
 			    "media errors; reads of it fail until it is written again)\n"));
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "clear-error", "v2"), 0);
 	T_TRUE(!strcmp(out, "volume v2: had no error\n"));
+	/* --json: every success says so, as every failure does */
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--json", "status", NULL), 0);
+	if (!strstr(out, "\"ok\": true") || strstr(out, "\"ok\": false"))
+		T_FAIL("status --json: no \"ok\": true:\n%s", out);
 
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "remove", "v0"), 6);
 	T_TRUE(strstr(err, "in use\n") && !strchr(err, '\n')[1]);
@@ -532,13 +537,14 @@ int main(int argc, char **argv)
 				       k ? "dump" : "check", rc, err);
 		}
 		/* --json: one document, also when it reports a bad cache (the
-		 * error object followed the report) */
+		 * error object followed the report), which says it failed */
 		if (g_pmem_state == 2) {
 			int rc = run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--json", "dump",
 				     g_pmem);
 			const char *end = strstr(out, "\n}\n");
 
-			if (!rc || out[0] != '{' || !end || end[3] || strstr(out, "\"ok\""))
+			if (!rc || out[0] != '{' || !end || end[3] || !strstr(out, "\"ok\": false") ||
+			    strstr(out, "\"errno\""))
 				T_FAIL("--json dump of a bad cache: exit %d, not one JSON document:\n%s",
 				       rc, out);
 		}
