@@ -279,6 +279,19 @@ static void send_err(struct conn *c, const struct pmc_ctl_id *id, int code, cons
 	conn_send(c, pmc_ctl_reply_error(id, code, msg));
 }
 
+/* the served volume r names, or NULL after an ENOENT reply; d->lock held */
+static struct pmcd_volume *served(struct conn *c, const struct pmc_ctl_req *r)
+{
+	struct pmcd_volume *v = pmcd_volume_find(c->srv->d, r->volume);
+	char msg[128];
+
+	if (!v) {
+		snprintf(msg, sizeof(msg), "volume %s: not served", r->volume);
+		send_err(c, id_of(r), ENOENT, msg);
+	}
+	return v;
+}
+
 /* --- read-only commands (d->lock held) --- */
 
 /* dirty and clean blocks of every volume slot and their totals, one
@@ -440,13 +453,8 @@ static void do_stats(struct conn *c, const struct pmc_ctl_req *r)
 	struct pmc_vol_stats st;
 	char *js;
 
-	if (r->volume[0] && !pmcd_volume_find(d, r->volume)) {
-		char msg[128];
-
-		snprintf(msg, sizeof(msg), "volume %s: not served", r->volume);
-		send_err(c, id_of(r), ENOENT, msg);
+	if (r->volume[0] && !served(c, r))
 		return;
-	}
 	o = json_object_new_object();
 	vols = json_object_new_array();
 	for (unsigned i = 0; i < PMCD_MAX_VOLUMES; i++) {
@@ -478,7 +486,6 @@ static void do_volume_list(struct conn *c, const struct pmc_ctl_req *r)
 /* the volume a set/get names, or an error reply (returns NULL) */
 static struct pmcd_volume *req_volume(struct conn *c, const struct pmc_ctl_req *r)
 {
-	struct pmcd_volume *v;
 	char msg[160];
 
 	if (!r->volume[0]) {
@@ -486,12 +493,7 @@ static struct pmcd_volume *req_volume(struct conn *c, const struct pmc_ctl_req *
 		send_err(c, id_of(r), EINVAL, msg);
 		return NULL;
 	}
-	v = pmcd_volume_find(c->srv->d, r->volume);
-	if (!v) {
-		snprintf(msg, sizeof(msg), "volume %s: not served", r->volume);
-		send_err(c, id_of(r), ENOENT, msg);
-	}
-	return v;
+	return served(c, r);
 }
 
 static void do_get(struct conn *c, const struct pmc_ctl_req *r)
@@ -909,16 +911,12 @@ static int volume_in_job(struct ctlsrv *s, const char *name)
 static void do_clear_error(struct conn *c, const struct pmc_ctl_req *r)
 {
 	struct pmcd *d = c->srv->d;
-	struct pmcd_volume *v = pmcd_volume_find(d, r->volume);
+	struct pmcd_volume *v = served(c, r);
 	json_object *o;
-	char msg[200];
 	int was, now;
 
-	if (!v) {
-		snprintf(msg, sizeof(msg), "volume %s: not served", r->volume);
-		send_err(c, &r->id, ENOENT, msg);
+	if (!v)
 		return;
-	}
 	was = pmc_engine_volume_error(d->e, v->vol);
 	now = pmc_engine_clear_error(d->e, v->vol);
 	if (now)
@@ -1030,11 +1028,10 @@ static void handle_line(struct conn *c, const char *line, size_t len)
 		do_get(c, &r);
 		break;
 	case PMC_CTL_VOLUME_RECONNECT: {
-		struct pmcd_volume *v = pmcd_volume_find(d, r.volume);
+		struct pmcd_volume *v = served(c, &r);
 
 		if (!v) {
-			snprintf(msg, sizeof(msg), "volume %s: not served", r.volume);
-			send_err(c, &r.id, ENOENT, msg);
+			/* answered */
 		} else if (!pmc_config_volume_is_nvmf(&v->conf)) {
 			snprintf(msg, sizeof(msg), "volume %s: its disk is not an NVMe-oF namespace",
 				 r.volume);

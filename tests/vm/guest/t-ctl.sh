@@ -295,7 +295,15 @@ if dmsetup create --noudevsync slowd --table "0 $(blockdev --getsz "$D1") delay 
 		--bs=4k --offset=32M --size=64M --iodepth=64 --numjobs=8 --time_based --runtime=6 \
 		--group_reporting --output=/tmp/held.txt >/dev/null 2>&1 &
 	FH=$!
-	sleep 2
+	# until every tag of both queues waits on the slow disk (a fixed 2 s
+	# was too short for 8 jobs to start on a loaded host)
+	for _i in $(seq 1 100); do
+		_held=$(awk '{ print $2 }' /sys/block/ublkb3/inflight)
+		[ "$_held" -ge 128 ] 2>/dev/null && break
+		sleep 0.2
+	done
+	[ "$_held" -ge 128 ] 2>/dev/null && ok "all 128 tags of vol3 held by writes to the slow disk" ||
+		bad "vol3's tags not all held after 20 s: $_held writes in flight"
 	kill -9 $PID
 	wait $PID 2>/dev/null
 	pmcached_start /tmp/ctl-restart.conf "$LOG" ||
