@@ -342,33 +342,40 @@ static int record_read(int dev_id, char *name, size_t nlen, uint64_t *size, char
 	return n ? 0 : -1;
 }
 
+int pmcd_takeover_mismatch(const struct pmcd_dev_conf *conf, const char *name, uint64_t size,
+			   const char *id, char *why, size_t len)
+{
+	const char *want_id = conf->disk_id ? conf->disk_id : "";
+
+	if (strcmp(name, conf->name)) {
+		snprintf(why, len, "it served volume %.64s", name);
+		return 1;
+	}
+	if (size != conf->size) {
+		snprintf(why, len, "it was %" PRIu64 " bytes, the volume is %" PRIu64, size,
+			 conf->size);
+		return 1;
+	}
+	if (strcmp(id, want_id) && !(conf->disk_id_was && !strcmp(id, conf->disk_id_was))) {
+		snprintf(why, len, "it served disk %.52s, the volume's disk is %.52s",
+			 id[0] ? id : "(unknown)", want_id[0] ? want_id : "(unknown)");
+		return 1;
+	}
+	return 0;
+}
+
 /* 1 with the reason in why when the quiesced device conf.dev_id is not
  * this volume's: no record, or another volume, size or disk identity */
 static int takeover_mismatch(struct pmcd_dev *d, char *why, size_t len)
 {
 	char name[128], id[128];
 	uint64_t size;
-	const char *want_id = d->conf.disk_id ? d->conf.disk_id : "";
 
 	if (record_read(d->conf.dev_id, name, sizeof(name), &size, id, sizeof(id))) {
 		snprintf(why, len, "no record of what it served");
 		return 1;
 	}
-	if (strcmp(name, d->conf.name)) {
-		snprintf(why, len, "it served volume %.64s", name);
-		return 1;
-	}
-	if (size != d->conf.size) {
-		snprintf(why, len, "it was %" PRIu64 " bytes, the volume is %" PRIu64, size,
-			 d->conf.size);
-		return 1;
-	}
-	if (strcmp(id, want_id)) {
-		snprintf(why, len, "it served disk %.52s, the volume's disk is %.52s",
-			 id[0] ? id : "(unknown)", want_id[0] ? want_id : "(unknown)");
-		return 1;
-	}
-	return 0;
+	return pmcd_takeover_mismatch(&d->conf, name, size, id, why, len);
 }
 
 /* a device of this id left quiesced by a previous daemon, to recover */

@@ -49,7 +49,21 @@ struct pmcd_dev_conf {
 	int volatile_cache;	/* advertise a volatile write cache (+FUA) */
 	int discard;		/* advertise discard */
 	const char *disk_id;	/* identity of the volume's disk ("" unknown) */
+	/* the identity recorded before this attach moved it to disk_id (an
+	 * older pmcached's form, diskid.h), or NULL: a device that older
+	 * process left quiesced recorded it, and is this volume's */
+	const char *disk_id_was;
 };
+
+/*
+ * Is a device left quiesced, whose record names volume name of size bytes
+ * on disk id, not the one conf describes? 1 with the reason in why (the
+ * device is left alone and a fresh one made), 0 to take it over. Its
+ * disk must be conf's, or conf's disk_id_was (recorded by an older
+ * pmcached before this attach moved it).
+ */
+int pmcd_takeover_mismatch(const struct pmcd_dev_conf *conf, const char *name, uint64_t size,
+			   const char *id, char *why, size_t len);
 
 struct pmcd_dev {
 	struct pmcd_dev_conf conf;

@@ -388,6 +388,7 @@ static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsign
 {
 	struct pmcd_volume *v = NULL;
 	struct pmcd_dev_conf dc;
+	struct pmc_volume_info was;
 	struct pmc_disk *disk;
 	struct pmc_nvmf_path np = {0};
 	char label[PMC_CONFIG_NQN_MAX + PMC_CONFIG_TRADDR_MAX + 96];
@@ -462,6 +463,11 @@ static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsign
 	 * after it removes it again, so a refused add leaves no trace */
 	if (d->cache && pmc_cache_volume_find(d->cache, vc->name, &slot) != 0)
 		fresh = 1;
+	/* the identity its slot records now: the attach may move an older
+	 * pmcached's form to the current one (diskid.h) */
+	memset(&was, 0, sizeof(was));
+	if (d->cache && !fresh)
+		pmc_cache_volume_info(d->cache, slot, &was);
 	rc = pmc_engine_attach_flags(d->e, vc->name, disk, &vc->vc, flags, &v->vol, err);
 	if (rc) {
 		pmc_disk_close(disk);
@@ -476,6 +482,8 @@ static int volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsign
 	dc.max_io = d->conf.wb.max_req_bytes;
 	dc.size = pmc_engine_volume_size(d->e, v->vol);
 	dc.disk_id = pmcd_volume_disk_id(d, v);
+	if (was.id_state == 1 && strcmp(was.disk_id.text, dc.disk_id))
+		dc.disk_id_was = was.disk_id.text;
 	/* acknowledged writes of write-through are durable: no volatile cache
 	 * to flush. Write-back volumes advertise one (and FUA) so that the
 	 * sequential streams they send around the cache may be plain disk

@@ -295,16 +295,28 @@ if [ "$WHAT" = verify ]; then
 	regions_ok "the old UUID back: through the cache" /dev/ublkb0 12
 	pmcachectl -s $SOCK flush >/dev/null && ok "flush" || bad "flush in part 6"
 	regions_ok "after a flush, on the namespace's disk" "$OTHER" 12
-	pmcachectl -s $SOCK shutdown --remove-devices >/dev/null
+	# an older pmcached recorded such a namespace by serial and nsid, and
+	# left its device quiesced under a user (a restart into this one): the
+	# device and the volume slot are given that record
+	sleep 600 </dev/ublkb0 &
+	HOLD=$!
+	kill $PID
 	wait $PID
-	# an older pmcached recorded such a namespace by serial and nsid
+	grep -q "ublkb0 left quiesced" $LOG2 && ok "stopped with ublkb0 in use: left quiesced" ||
+		bad "ublkb0 was not left quiesced"
 	pmc-vm-cache set-id "$DAX" uns nvme.sn-pmcnvmf0002-ns1 || bad "pmc-vm-cache set-id"
+	sed -i "s/^disk_id=.*/disk_id=nvme.sn-pmcnvmf0002-ns1/" /run/pmcache/ublkb0.volume ||
+		bad "the device's record"
 	pmcached_start $CONF2 $LOG2 || { bad "pmcached on a record by serial"; cat $LOG2; exit 1; }
 	grep -q "volume uns: disk .* was recorded as nvme.sn-pmcnvmf0002-ns1 by an older pmcached; recorded its identity nvme.uuid-$U1" $LOG2 &&
 		[ "$(jval disk_id)" = "nvme.uuid-$U1" ] &&
 		ok "a record by serial and nsid moved to the UUID: $(jval disk_id)" ||
 		{ bad "the record by serial and nsid: disk_id $(jval disk_id)"; tail -n 5 $LOG2; }
+	grep -q "uns: recovered /dev/ublkb0" $LOG2 &&
+		ok "the device the older record names was taken over: $(grep 'uns: recovered' $LOG2 | tail -n 1)" ||
+		{ bad "the quiesced device was not taken over"; grep "ublkb" $LOG2 | tail -n 3; }
 	regions_ok "after the move to the UUID" /dev/ublkb0 12
+	kill $HOLD
 	pmcachectl -s $SOCK shutdown --remove-devices >/dev/null
 	wait $PID
 	echo "PMC_NVMF_TIME verify $(awk "BEGIN { print $(up) - $SECONDS0 }") s"
