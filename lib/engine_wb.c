@@ -300,7 +300,10 @@ static struct wb_round *round_close(struct pmc_engine *e, struct wb_round *r)
 	io->op = PMC_IO_FSYNC;
 	io->disk = e->vols[r->vol].disk;
 	io->cb = round_synced;
-	e->vols[r->vol].wb_busy++; /* until round_synced */
+	/* until round_synced; a sync of an idle volume starts a busy spell
+	 * (a stall only if it does not complete within stall_ms from now) */
+	if (!e->vols[r->vol].wb_busy++)
+		e->vols[r->vol].wb_progress_ns = pmc_mono_ns();
 	/* covers every plain write of the volume completed by now (FLUSH) */
 	r->gen = atomic_load(&e->vols[r->vol].wr_done);
 	return r;
