@@ -283,19 +283,40 @@ int pmc_disk_id_match(const struct pmc_disk_id *id, const struct pmc_disk_id *le
 	return 0;
 }
 
-/* the identity of an attached disk: its ops may answer for it */
-static int disk_id_of(const struct pmc_disk *disk, struct pmc_disk_id *id, struct pmc_err *err)
+void pmc_disk_ids_read(const struct pmc_disk *disk, struct pmc_disk_ids *ids)
 {
-	if (disk->ops && disk->ops->identify)
-		return disk->ops->identify((struct pmc_disk *)disk, id, err);
-	return pmc_disk_id_get(disk->fd, disk->size, id, err);
+	memset(ids, 0, sizeof(*ids));
+	/* a disk whose ops answer (a placeholder) says what its slot records */
+	if (disk->ops && disk->ops->identify) {
+		ids->rc = disk->ops->identify((struct pmc_disk *)disk, &ids->id, &ids->err);
+		return;
+	}
+	ids->rc = pmc_disk_id_get(disk->fd, disk->size, &ids->id, &ids->err);
+	if (ids->rc == 0) {
+		struct pmc_err lerr = {0};
+
+		ids->has_legacy =
+			pmc_disk_id_get_legacy(disk->fd, disk->size, &ids->legacy, &lerr) == 0;
+	}
+}
+
+/* the identity read, or its error into err */
+static int ids_get(const struct pmc_disk_ids *ids, struct pmc_disk_id *id, struct pmc_err *err)
+{
+	if (ids->rc) {
+		*err = ids->err;
+		return ids->rc;
+	}
+	*id = ids->id;
+	return 0;
 }
 
 int pmc_disk_id_volume_add(struct pmc_cache *c, const char *name, const struct pmc_disk *disk,
-			   uint64_t size_bytes, uint32_t *vol, struct pmc_err *err)
+			   const struct pmc_disk_ids *ids, uint64_t size_bytes, uint32_t *vol,
+			   struct pmc_err *err)
 {
 	struct pmc_disk_id id;
-	int rc = disk_id_of(disk, &id, err);
+	int rc = ids_get(ids, &id, err);
 
 	if (rc)
 		return rc;
@@ -309,7 +330,8 @@ int pmc_disk_id_volume_add(struct pmc_cache *c, const char *name, const struct p
 }
 
 int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
-		       const struct pmc_disk *disk, unsigned flags, struct pmc_err *err)
+		       const struct pmc_disk *disk, const struct pmc_disk_ids *ids, unsigned flags,
+		       struct pmc_err *err)
 {
 	struct pmc_volume_info vi;
 	struct pmc_disk_id id;
@@ -317,7 +339,7 @@ int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
 
 	if (pmc_cache_volume_info(c, vol, &vi))
 		return pmc_err_set(err, ENOENT, "volume %s: not in the cache", name);
-	rc = disk_id_of(disk, &id, err);
+	rc = ids_get(ids, &id, err);
 	if (rc)
 		return rc;
 	if (flags & PMC_ATTACH_REPLACE_DISK) {
@@ -375,24 +397,19 @@ int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
 				   name, id.text, disk->path);
 	if (pmc_disk_id_match(&id, NULL, vi.disk_id.text) == PMC_DISK_ID_SAME)
 		return 0;
-	if (!(disk->ops && disk->ops->identify)) {
-		/* recorded by an older pmcached: by its number before the dm,
-		 * md and loop identities were read, by controller serial and
-		 * nsid before the NVMe UUID was: the same disk, as it was
-		 * then; the identity read now is recorded from now on */
-		struct pmc_disk_id old;
-
-		if (pmc_disk_id_get_legacy(disk->fd, disk->size, &old, err) == 0 &&
-		    pmc_disk_id_match(&id, &old, vi.disk_id.text) == PMC_DISK_ID_LEGACY) {
-			rc = pmc_cache_volume_set_id(c, vol, &id, 0, 0, err);
-			if (rc == 0)
-				pmc_log(LOG_NOTICE,
-					"volume %s: disk %s was recorded as %s by an older "
-					"pmcached; recorded its identity %s",
-					name, disk->path, vi.disk_id.text, id.text);
-			return rc;
-		}
-		pmc_err_clear(err);
+	/* recorded by an older pmcached: by its number before the dm, md and
+	 * loop identities were read, by controller serial and nsid before the
+	 * NVMe UUID was: the same disk, as it was then; the identity read now
+	 * is recorded from now on */
+	if (ids->has_legacy &&
+	    pmc_disk_id_match(&id, &ids->legacy, vi.disk_id.text) == PMC_DISK_ID_LEGACY) {
+		rc = pmc_cache_volume_set_id(c, vol, &id, 0, 0, err);
+		if (rc == 0)
+			pmc_log(LOG_NOTICE,
+				"volume %s: disk %s was recorded as %s by an older pmcached; "
+				"recorded its identity %s",
+				name, disk->path, vi.disk_id.text, id.text);
+		return rc;
 	}
 	return pmc_err_set(err, EXDEV,
 			   "volume %s: wrong disk: the cache recorded %s, %s is %s; "

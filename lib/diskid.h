@@ -58,6 +58,22 @@ int pmc_disk_id_match(const struct pmc_disk_id *id, const struct pmc_disk_id *le
 /* what pmc_disk_id_get() makes of sysfs values: normalise and bound */
 void pmc_disk_id_set_text(struct pmc_disk_id *id, const char *text);
 
+/*
+ * What an attach compares and records, read before any lock is taken (an
+ * NVMe Identify waits up to the kernel's admin timeout, 60 s, on a stalled
+ * fabric path): the disk's identity (its ops may answer for it: rc and err
+ * when it cannot be read), and its legacy one (has_legacy: read, and the
+ * disk is not one whose ops answer).
+ */
+struct pmc_disk_ids {
+	int rc;
+	struct pmc_err err;
+	struct pmc_disk_id id;
+	int has_legacy;
+	struct pmc_disk_id legacy;
+};
+void pmc_disk_ids_read(const struct pmc_disk *disk, struct pmc_disk_ids *ids);
+
 /* attach flags */
 #define PMC_ATTACH_REPLACE_DISK 1u  /* the volume's disk was replaced: record the new one */
 #define PMC_ATTACH_DISCARD_DIRTY 2u /* ... and drop its dirty blocks (they are lost) */
@@ -72,10 +88,12 @@ void pmc_disk_id_set_text(struct pmc_disk_id *id, const char *text);
  * PMC_ATTACH_DISCARD_DIRTY) and the new identity is recorded.
  */
 int pmc_disk_id_attach(struct pmc_cache *c, uint32_t vol, const char *name,
-		       const struct pmc_disk *disk, unsigned flags, struct pmc_err *err);
+		       const struct pmc_disk *disk, const struct pmc_disk_ids *ids, unsigned flags,
+		       struct pmc_err *err);
 
 /* a new volume on disk: pmc_cache_volume_add with the disk's identity */
 int pmc_disk_id_volume_add(struct pmc_cache *c, const char *name, const struct pmc_disk *disk,
-			   uint64_t size_bytes, uint32_t *vol, struct pmc_err *err);
+			   const struct pmc_disk_ids *ids, uint64_t size_bytes, uint32_t *vol,
+			   struct pmc_err *err);
 
 #endif

@@ -293,23 +293,9 @@ static int conf_check(const struct pmc_volume_conf *vc, struct pmc_err *err)
 }
 
 /* without a cache: only a volume the state file calls clean may run */
-/* is disk, whose identity is found, the one recorded (diskid.h): also as
- * an older pmcached recorded it (the record then stays as it is; the
- * next attach through the cache records the identity read now) */
-static int disk_id_matches(const struct pmc_disk *disk, const struct pmc_disk_id *found,
-			   const char *recorded)
-{
-	struct pmc_disk_id legacy;
-	struct pmc_err err = {0};
-
-	if (pmc_disk_id_match(found, NULL, recorded))
-		return 1;
-	return pmc_disk_id_get_legacy(disk->fd, disk->size, &legacy, &err) == 0 &&
-	       pmc_disk_id_match(found, &legacy, recorded);
-}
-
 static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_disk *disk,
-			  uint32_t *slot, struct pmc_volume_info *vi, char *id, struct pmc_err *err)
+			  const struct pmc_disk_ids *ids, uint32_t *slot, struct pmc_volume_info *vi,
+			  char *id, struct pmc_err *err)
 {
 	int state = e->state ? pmc_state_get(e->state, name) : -ENOENT;
 	uint32_t i, free_slot = UINT32_MAX;
@@ -334,24 +320,26 @@ static int attach_nocache(struct pmc_engine *e, const char *name, struct pmc_dis
 	 * identity recorded in the state file, where the file has one; the
 	 * identity found is the volume's from now on (an NVMe-oF path that
 	 * comes back under another name is checked against it, and the state
-	 * file records it) */
+	 * file records it); also as an older pmcached recorded it (the
+	 * record stays; the next attach through the cache moves it) */
 	id[0] = '\0';
 	{
-		struct pmc_disk_id found;
 		int recorded = pmc_state_get_id(e->state, name, id, PMC_DISK_ID_MAX + 1) == 0;
 
-		rc = pmc_disk_id_get(disk->fd, disk->size, &found, err);
-		if (rc && recorded)
-			return rc;
-		if (rc) /* nothing to compare with: the volume's identity stays "" */
-			pmc_err_clear(err);
-		else if (!recorded)
-			snprintf(id, PMC_DISK_ID_MAX + 1, "%s", found.text);
-		else if (!disk_id_matches(disk, &found, id))
+		if (ids->rc) {
+			/* unreadable: refused if there is a record to compare
+			 * with; else the volume's identity stays "" */
+			if (recorded) {
+				*err = ids->err;
+				return ids->rc;
+			}
+		} else if (!recorded)
+			snprintf(id, PMC_DISK_ID_MAX + 1, "%s", ids->id.text);
+		else if (!pmc_disk_id_match(&ids->id, ids->has_legacy ? &ids->legacy : NULL, id))
 			return pmc_err_set(err, EXDEV,
 					   "volume %s: disk %s is %s, but the state file records "
 					   "%s for the volume; refusing to serve another disk as it",
-					   name, disk->path, found.text, id);
+					   name, disk->path, ids->id.text, id);
 	}
 	/* its disk is about to change behind the cache's clean copies: the
 	 * next attach through the cache must drop them (state_unbypass) */
@@ -528,6 +516,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 	struct pmc_volume_conf def, pt = {.mode = PMC_MODE_PASS_THROUGH,
 					  .nospace = PMC_NOSPACE_AROUND};
 	struct pmc_volume_info vi;
+	struct pmc_disk_ids ids;
 	struct pmc_evol *v;
 	uint32_t slot;
 	int rc, clean_stop = 1, created = 0, bypassed = 0;
@@ -545,9 +534,12 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 				   "disk %s: logical block size %u does not divide the cache block "
 				   "size %u",
 				   disk->path, disk->lbs, e->bs);
+	/* before e->lock: an NVMe Identify may wait for a stalled path (the
+	 * control loop, write-back and the queues need e->lock meanwhile) */
+	pmc_disk_ids_read(disk, &ids);
 	pthread_mutex_lock(&e->lock);
 	if (!e->c) {
-		rc = attach_nocache(e, name, disk, &slot, &vi, nid, err);
+		rc = attach_nocache(e, name, disk, &ids, &slot, &vi, nid, err);
 		if (rc) {
 			pthread_mutex_unlock(&e->lock);
 			return rc;
@@ -558,7 +550,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 
 		/* the disk must be the one the volume's data belongs to (diskid.c),
 		 * checked first: another disk is refused as such, whatever its size */
-		rc = e->vols[slot].disk ? 0 : pmc_disk_id_attach(e->c, slot, name, disk, flags, err);
+		rc = e->vols[slot].disk ? 0 : pmc_disk_id_attach(e->c, slot, name, disk, &ids, flags, err);
 		if (!rc && !e->vols[slot].disk)
 			rc = state_unbypass(e, slot, name, 0, &bypassed, err);
 		if (rc) {
@@ -580,7 +572,7 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 
 		rc = state_unbypass(e, 0, name, 1, &bypassed, err);
 		if (!rc)
-			rc = pmc_disk_id_volume_add(e->c, name, disk, size, &slot, err);
+			rc = pmc_disk_id_volume_add(e->c, name, disk, &ids, size, &slot, err);
 		if (rc) {
 			pthread_mutex_unlock(&e->lock);
 			return rc;

@@ -788,6 +788,78 @@ static void sc_wb_hung(void)
 	printf("ok: wb_hung\n");
 }
 
+/*
+ * An attach whose disk takes long to say who it is (an NVMe Identify on a
+ * stalled fabric path waits up to the admin timeout, 60 s) must not hold
+ * the engine meanwhile: stats (the control loop's status) and write-back
+ * of the other volumes go on. The identity here takes SLOW_ID_MS.
+ */
+#define SLOW_ID_MS 2000u
+static int slow_identify(struct pmc_disk *d, struct pmc_disk_id *id, struct pmc_err *e)
+{
+	struct timespec ts = {SLOW_ID_MS / 1000, (SLOW_ID_MS % 1000) * 1000000l};
+
+	nanosleep(&ts, NULL);
+	return pmc_disk_id_get(d->fd, d->size, id, e);
+}
+
+static const struct pmc_disk_ops slow_id_ops = {
+	.submit = fd_submit,
+	.complete = fd_complete,
+	.identify = slow_identify,
+};
+
+static void *attach_slow(void *arg)
+{
+	struct et_vol *v = arg;
+
+	et_attach(&g_t, v, NULL, &slow_id_ops, &g_f[1]);
+	return NULL;
+}
+
+static void sc_attach_slow_id(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *a = &g_v[0], *b = &g_v[1];
+	struct pmc_vol_stats s;
+	uint64_t t0, stats_ns, step_ns;
+	pthread_t th;
+
+	base_wb(&wb);
+	setup("attach_slow_id: a volume whose disk takes 2 s to identify is attached", 256, 1,
+	      1024, &wb, NULL);
+	g_no_steps = 1;
+	T_EQ(write_ver(a, 5, 1, 2, 0), 0); /* dirty, for the write-back step */
+	memset(b, 0, sizeof(*b));
+	memset(&g_f[1], 0, sizeof(g_f[1]));
+	snprintf(b->name, sizeof(b->name), "vol-b");
+	et_path(b->path, sizeof(b->path), "vol-b");
+	b->tag = 2;
+	b->nblocks = 1024;
+	et_disk_create(b->path, b->tag, b->nblocks);
+	t0 = pmc_mono_ns();
+	T_EQ(pthread_create(&th, NULL, attach_slow, b), 0);
+	usleep(300000); /* the attach is reading the identity */
+	et_stats(g_t.e, a->vol, &s);
+	stats_ns = pmc_mono_ns() - t0;
+	pmc_engine_writeback_step(g_t.e, g_q);
+	step_ns = pmc_mono_ns() - t0;
+	T_EQ(pthread_join(th, NULL), 0);
+	g_nv = 2;
+	printf("stats after %" PRIu64 " ms, a write-back step after %" PRIu64 " ms, the attach "
+	       "took %" PRIu64 " ms\n",
+	       stats_ns / 1000000, step_ns / 1000000, (pmc_mono_ns() - t0) / 1000000);
+	if (step_ns > SLOW_ID_MS * 1000000ull / 2)
+		T_FAIL("stats and a write-back step waited %" PRIu64 " ms for an attach reading "
+		       "its disk's identity (%u ms): the engine was held meanwhile",
+		       step_ns / 1000000, SLOW_ID_MS);
+	T_EQ(write_ver(b, 7, 1, 3, 0), 0); /* the attached volume works */
+	expect_engine(b, 7, 1, ONE(3), "the volume attached with a slow identity");
+	g_no_steps = 0;
+	teardown();
+	printf("ok: attach_slow_id\n");
+}
+
 /* close the cache cleanly and open it again with volume v attached */
 static void reopen_one(struct et_vol *v)
 {
@@ -2500,7 +2572,7 @@ static const struct {
     {"eagain_backoff", sc_eagain_backoff},
     {"stale_error", sc_stale_error}, {"wb_batch", sc_wb_batch},
     {"wb_corrupt", sc_wb_corrupt},   {"idx_corrupt", sc_idx_corrupt},
-    {"wb_hung", sc_wb_hung},
+    {"wb_hung", sc_wb_hung},	     {"attach_slow_id", sc_attach_slow_id},
 };
 
 int main(int argc, char **argv)
