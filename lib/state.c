@@ -48,6 +48,12 @@ static int parse_uuid(const char *s, uint8_t uuid[16])
 	return s[32] == '\0' ? 0 : -1;
 }
 
+/* written; 1 is read too (the same records). 2 keeps out every pmcached
+ * that reads version 1 without knowing "bypassed" or the identity column:
+ * one would serve a bypassed volume's stale clean copies, or drop its
+ * identity */
+#define STATE_VERSION 2u
+
 static int load(struct pmc_state *st, FILE *f, struct pmc_err *err)
 {
 	char line[256], name[128], word[16], uuid[64], id[128];
@@ -58,11 +64,11 @@ static int load(struct pmc_state *st, FILE *f, struct pmc_err *err)
 		lineno++;
 		if (lineno == 1) {
 			if (sscanf(line, "pmcache-state %u %63s", &version, uuid) != 2 ||
-			    version != 1 || parse_uuid(uuid, st->uuid))
+			    version < 1 || version > STATE_VERSION || parse_uuid(uuid, st->uuid))
 				return pmc_err_set(err, EINVAL,
 						   "state file %s: line 1: not a pmcache state file "
-						   "of version 1",
-						   st->path);
+						   "of version 1 to %u (one of a newer pmcached?)",
+						   st->path, STATE_VERSION);
 			continue;
 		}
 		id[0] = '\0';
@@ -231,7 +237,7 @@ static int save(struct pmc_state *st, int *renamed, struct pmc_err *err)
 	f = pmc_fopen_new(tmp, 0600);
 	if (!f)
 		return pmc_err_set(err, errno, "state file %s: %s", tmp, strerror(errno));
-	fprintf(f, "pmcache-state 1 ");
+	fprintf(f, "pmcache-state %u ", STATE_VERSION);
 	for (int i = 0; i < 16; i++)
 		fprintf(f, "%02x", st->uuid[i]);
 	fputc('\n', f);

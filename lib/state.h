@@ -21,8 +21,11 @@
  * is served pass-through only on that disk.
  *
  * File format (text, one record a line):
- *   pmcache-state 1 <cache uuid>
+ *   pmcache-state 2 <cache uuid>
  *   <volume name> dirty|clean|bypassed [<disk identity>]
+ * Version 1 (the same records) is read too; 2 is written, so that a
+ * pmcached reading version 1 without knowing "bypassed" or the identity
+ * (a rollback) refuses the file instead of misreading it.
  * Records are in the order of their last change. At 4096 records a new
  * one replaces the clean record changed longest ago (most likely a volume
  * removed long ago: forgotten, it counts as dirty, which is safe).

@@ -118,6 +118,23 @@ int main(void)
 	fprintf(f, "pmcache-state 1 00000000000000000000000000000000\nvol0 dirty\nvol0 clean\n");
 	fclose(f);
 	T_ERR(pmc_state_open(state, &st, &err), EINVAL, "line 3: volume vol0 recorded twice");
+	/* a newer version than this pmcached writes: refused, said so */
+	f = fopen(state, "w");
+	fprintf(f, "pmcache-state 3 00000000000000000000000000000000\nvol0 clean\n");
+	fclose(f);
+	T_ERR(pmc_state_open(state, &st, &err), EINVAL, "version 1 to 2 (one of a newer pmcached?)");
+	/* version 1 (an older pmcached's) and 2 are read */
+	for (int ver = 1; ver <= 2; ver++) {
+		f = fopen(state, "w");
+		fprintf(f, "pmcache-state %d 00000000000000000000000000000000\nvol0 bypassed "
+			   "file-1:2\nvol1 clean\n",
+			ver);
+		fclose(f);
+		T_OK(pmc_state_open(state, &st, &err));
+		T_EQ(pmc_state_get(st, "vol0"), PMC_STATE_BYPASSED);
+		T_EQ(pmc_state_get(st, "vol1"), PMC_STATE_CLEAN);
+		pmc_state_close(st);
+	}
 	unlink(state);
 	/* one process per state file: a second open is refused while the
 	 * first holds it (each would save the other's records as it last
@@ -301,6 +318,17 @@ int main(void)
 	fail_dir_fsync = 0;
 	record(state, line, sizeof(line));
 	T_TRUE(!strncmp(line, "vol0 clean file-", 16));
+	/* saved as version 2: a pmcached that reads version 1 without
+	 * knowing "bypassed" or the identity column refuses it */
+	{
+		FILE *h = fopen(state, "r");
+		char first[128] = "";
+
+		T_TRUE(h && fgets(first, sizeof(first), h));
+		fclose(h);
+		if (strncmp(first, "pmcache-state 2 ", 16))
+			T_FAIL("the state file's first line is %s, not version 2", first);
+	}
 	T_EQ(run(q, PMC_REQ_WRITE, v0, 40 * BS, 4 * BS, buf), 0);
 	record(state, line, sizeof(line));
 	if (strncmp(line, "vol0 dirty file-", 16))
