@@ -763,6 +763,12 @@ static void *worker_main(void *arg)
 			if (j->rc)
 				j->err = d->wb.flush_err;
 			pthread_mutex_unlock(&d->wb.lock);
+			/* the cache's volumes not served here (removed with
+			 * --force, their disk did not open) keep their dirty
+			 * blocks: "every dirty block is on its disk" would be
+			 * false */
+			if (!j->rc && vol == UINT32_MAX && d->e)
+				j->rc = pmc_engine_unattached_dirty(d->e, &j->err);
 			break;
 		}
 		default:

@@ -100,6 +100,14 @@ int pmc_engine_attach_flags(struct pmc_engine *e, const char *name, struct pmc_d
 			    const struct pmc_volume_conf *vc, unsigned flags, uint32_t *vol,
 			    struct pmc_err *err);
 /*
+ * After a flush of every attached volume: the cache's volumes not attached
+ * (detached keeping their data, or never attached in this process) keep
+ * their dirty blocks. -EAGAIN naming them, their dirty block count (and
+ * whether some are not counted yet, after a crash); 0 when none has any.
+ */
+int pmc_engine_unattached_dirty(struct pmc_engine *e, struct pmc_err *err);
+
+/*
  * Stop serving vol: its requests must all have completed (its device is
  * stopped). Closes its disk; the volume stays in the cache (its dirty data
  * too, for the next attach). With remove, the volume must have no dirty

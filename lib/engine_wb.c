@@ -1028,6 +1028,43 @@ void pmc_engine_flush_cancel(struct pmc_engine *e)
 	atomic_fetch_add(&e->flush_cancel, 1);
 }
 
+int pmc_engine_unattached_dirty(struct pmc_engine *e, struct pmc_err *err)
+{
+	struct pmc_cache_info ci;
+	struct pmc_volume_info vi;
+	char names[160] = "";
+	uint64_t total = 0;
+	unsigned n = 0, uncounted = 0;
+	size_t len = 0;
+
+	if (!e->c)
+		return 0;
+	pmc_cache_get_info(e->c, &ci);
+	pthread_mutex_lock(&e->lock);
+	for (uint32_t i = 0; i < ci.max_volumes; i++) {
+		if ((i < e->nvols && e->vols[i].disk) || pmc_cache_volume_info(e->c, i, &vi) ||
+		    (vi.counts_valid && !vi.nr_dirty))
+			continue;
+		n++;
+		if (vi.counts_valid)
+			total += vi.nr_dirty;
+		else
+			uncounted++;
+		if (len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+						len ? ", " : "", vi.name);
+	}
+	pthread_mutex_unlock(&e->lock);
+	if (!n)
+		return 0;
+	return pmc_err_set(err, EAGAIN,
+			   "flush: the served volumes are on their disks, but %u volume%s not "
+			   "served keep%s %" PRIu64 " dirty blocks%s in the pmem (%s): serve "
+			   "them to write them back",
+			   n, n == 1 ? "" : "s", n == 1 ? "s" : "", total,
+			   uncounted ? " and uncounted ones" : "", names);
+}
+
 int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol,
 			 void (*progress)(uint64_t left, void *arg), void *arg,
 			 struct pmc_err *err)

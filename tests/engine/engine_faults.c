@@ -860,6 +860,45 @@ static void sc_attach_slow_id(void)
 	printf("ok: attach_slow_id\n");
 }
 
+/*
+ * A flush of every volume writes back the attached ones; a volume detached
+ * keeping its dirty blocks (pmcachectl volume remove --force) keeps them,
+ * and pmc_engine_unattached_dirty says so, naming it and the count, so
+ * that the daemon's flush does not report every dirty block on its disk.
+ */
+static void sc_flush_unattached(void)
+{
+	struct pmc_wb_conf wb;
+	struct et_vol *a = &g_v[0], *b = &g_v[1];
+	int rc;
+
+	base_wb(&wb);
+	setup("flush_unattached: a flush of all with a volume detached keeping dirty data", 256,
+	      2, 1024, &wb, NULL);
+	g_no_steps = 1;
+	T_EQ(write_ver(a, 1, 2, 2, 0), 0);
+	T_EQ(write_ver(b, 10, 3, 2, 0), 0);
+	et_quiesce(g_q, NULL);
+	T_OK(pmc_engine_detach(g_t.e, b->vol, 0, &err));
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	expect_disk(a, 1, 2, ONE(2), "flushed");
+	memset(&err, 0, sizeof(err));
+	rc = pmc_engine_unattached_dirty(g_t.e, &err);
+	printf("after the flush: %d (%s)\n", rc, err.msg);
+	if (rc != -EAGAIN || !strstr(err.msg, "1 volume not served keeps 3 dirty blocks") ||
+	    !strstr(err.msg, "(vol-b)"))
+		T_FAIL("a flush of all with vol-b's 3 dirty blocks unreachable: %d (%s)", rc,
+		       err.msg);
+	/* served again: written back, nothing left */
+	et_attach(&g_t, b, NULL, &fdisk_ops, &g_f[1]);
+	T_OK(pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err));
+	T_EQ(pmc_engine_unattached_dirty(g_t.e, &err), 0);
+	expect_disk(b, 10, 3, ONE(2), "flushed once attached again");
+	g_no_steps = 0;
+	teardown();
+	printf("ok: flush_unattached\n");
+}
+
 /* close the cache cleanly and open it again with volume v attached */
 static void reopen_one(struct et_vol *v)
 {
@@ -2573,6 +2612,7 @@ static const struct {
     {"stale_error", sc_stale_error}, {"wb_batch", sc_wb_batch},
     {"wb_corrupt", sc_wb_corrupt},   {"idx_corrupt", sc_idx_corrupt},
     {"wb_hung", sc_wb_hung},	     {"attach_slow_id", sc_attach_slow_id},
+    {"flush_unattached", sc_flush_unattached},
 };
 
 int main(int argc, char **argv)
