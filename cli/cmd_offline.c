@@ -316,6 +316,13 @@ static int format_at(struct pmc_cli_ctx *ctx, const char *path, struct pmc_err *
 	char uuid[40];
 	int rc;
 
+	if (a->size) {
+		struct stat st;
+
+		if ((stat(path, &st) != 0 || (S_ISREG(st.st_mode) && st.st_size == 0)) &&
+		    pmc_pmem_may_create(path, "--size", err))
+			return PMC_EXIT_FAIL;
+	}
 	if (open_pmem(path, a->size, PMC_LOCK_EXCLUSIVE, &pm, err))
 		return exit_of(err);
 	rc = pmc_pmem_signature(path, pm, what, sizeof(what));

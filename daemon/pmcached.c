@@ -107,6 +107,26 @@ static void lock_memory(void)
 		strerror(e), limit);
 }
 
+/* DH-HMAC-CHAP secrets are never shown by get or status: say so when the
+ * file that holds them lets every user read them */
+static void secrets_check(const char *path, const struct pmc_config *c)
+{
+	struct stat st;
+
+	for (unsigned i = 0; i < c->nr_volumes; i++) {
+		const struct pmc_config_volume *v = &c->volumes[i];
+
+		if (!v->nvmf.dhchap_key[0] && !v->nvmf.dhchap_ctrl_key[0])
+			continue;
+		if (stat(path, &st) == 0 && (st.st_mode & S_IROTH))
+			pmc_log(LOG_WARNING,
+				"%s holds DH-HMAC-CHAP secrets (volume %s) and every user may "
+				"read it (mode %04o): chmod o-r it",
+				path, v->name, (unsigned)(st.st_mode & 07777));
+		return;
+	}
+}
+
 static void unlock_pmem(struct pmcd *d)
 {
 	if (d->pm && d->pm->base && munlock(d->pm->base, d->pm->size))
@@ -122,17 +142,25 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 
 	if (stat(c->pmem_path, &st) != 0 || (S_ISREG(st.st_mode) && st.st_size == 0))
 		create = c->pmem_size;
-	/* a devdax namespace that did not appear is not a file to make: one
-	 * under /dev lives in RAM (devtmpfs), and a cache there loses every
-	 * acknowledged write at the next power cut */
-	if (create && !strncmp(c->pmem_path, "/dev/", 5) && strncmp(c->pmem_path, "/dev/shm/", 9))
-		return pmc_err_set(err, ENODEV,
-				   "pmem %s: no such device (pmem.size makes a pmem file only "
-				   "outside /dev: is the namespace there, in devdax mode?)",
-				   c->pmem_path);
+	/* a devdax namespace that did not appear is not a file to make */
+	if (create && (rc = pmc_pmem_may_create(c->pmem_path, "pmem.size", err)))
+		return rc;
 	rc = pmc_pmem_open(c->pmem_path, create, &d->pm, err);
 	if (rc)
 		return rc;
+	{
+		/* a pmem file in RAM (tmpfs, /dev/shm, devtmpfs: a devdax name
+		 * made a file by hand) keeps nothing across a power cut */
+		struct statfs sf;
+
+		if (stat(c->pmem_path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    statfs(c->pmem_path, &sf) == 0 &&
+		    (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
+			pmc_log(LOG_CRIT,
+				"pmem %s is a file in RAM (tmpfs): every acknowledged write "
+				"in it is lost at a power cut or reboot; for tests only",
+				c->pmem_path);
+	}
 	/* one owner per cache: a second daemon or an offline command holding
 	 * the pmem makes this one exit, never run beside it */
 	rc = pmc_pmem_lock(d->pm, PMC_LOCK_EXCLUSIVE, NULL, err);
@@ -1257,6 +1285,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	pmc_log_set_level(d->conf.log_level);
+	secrets_check(conf, &d->conf);
 	rc = take_pidfile(d, &err);
 	if (rc) {
 		fprintf(stderr, "pmcached: %s\n", err.msg);

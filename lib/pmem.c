@@ -278,6 +278,16 @@ err_free:
 	return rc;
 }
 
+int pmc_pmem_may_create(const char *path, const char *how, struct pmc_err *err)
+{
+	if (!strncmp(path, "/dev/", 5) && strncmp(path, "/dev/shm/", 9))
+		return pmc_err_set(err, ENODEV,
+				   "pmem %s: no such device (%s makes a pmem file only outside "
+				   "/dev: is the namespace there, in devdax mode?)",
+				   path, how);
+	return 0;
+}
+
 int pmc_pmem_open(const char *path, uint64_t create_size, struct pmc_pmem **out,
 		  struct pmc_err *err)
 {

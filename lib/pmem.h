@@ -66,6 +66,15 @@ struct pmc_pmem {
 };
 
 /*
+ * May a missing or empty pmem file be made at path (pmc_pmem_open with a
+ * create size)? Not under /dev but /dev/shm: a devdax namespace that did
+ * not appear is not a file to make (one there lives in RAM, devtmpfs, and
+ * loses every acknowledged write at the next power cut). 0, or -ENODEV
+ * with one line naming path; how names the option that asked ("--size").
+ */
+int pmc_pmem_may_create(const char *path, const char *how, struct pmc_err *err);
+
+/*
  * Map path. A character device is mapped whole (devdax). A regular file is
  * mapped whole; with create_size > 0 a missing or empty file is created and
  * sized to create_size bytes first, and an existing non-empty file of any

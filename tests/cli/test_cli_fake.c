@@ -569,6 +569,18 @@ int main(int argc, char **argv)
 		     0);
 		T_TRUE(strstr(out, "formatted") != NULL);
 	}
+	/* a devdax name that did not appear is not a file to make (one under
+	 * /dev lives in RAM): refused, nothing made */
+	{
+		const char *dax = "/dev/dax-pmc-test-nosuch.0";
+
+		T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "format", dax,
+			 "--size=64M"),
+		     1);
+		if (!strstr(err, "no such device (--size makes a pmem file only outside /dev"))
+			T_FAIL("format --size of a missing devdax name: %s", err);
+		T_TRUE(access(dax, F_OK) != 0 && errno == ENOENT);
+	}
 	repair_counts(argv[1], out, sizeof(out), err, sizeof(err));
 	dump_good_copy(argv[1], out, sizeof(out), err, sizeof(err));
 	/* check and dump map the pmem read-only: a cache the user may only
