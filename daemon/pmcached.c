@@ -603,8 +603,19 @@ static int volume_remove(struct pmcd *d, struct pmcd_volume *v, const char *name
 			*err = d->wb.flush_err;
 		pthread_mutex_unlock(&d->wb.lock);
 		/* cancelled (the daemon stops): not a failing disk that --force
-		 * detaches anyway; the volume stays as it was */
-		if (rc && (!force || rc == -ECANCELED)) {
+		 * detaches anyway; the volume stays as it was. A disk that does
+		 * not answer neither: a detach waits for the writes in flight */
+		if (rc == -ETIMEDOUT && force) {
+			char msg[sizeof(err->msg)];
+
+			snprintf(msg, sizeof(msg), "%s", err->msg);
+			pmc_err_clear(err);
+			pmc_err_set(err, ETIMEDOUT,
+				    "%s; not removed, even with --force: its writes in flight "
+				    "hold it until the disk answers",
+				    msg);
+		}
+		if (rc && (!force || rc == -ECANCELED || rc == -ETIMEDOUT)) {
 			pmc_engine_set_mode(d->e, v->vol, v->conf.vc.mode, NULL);
 			return rc;
 		}

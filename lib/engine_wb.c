@@ -1069,7 +1069,8 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 			 void (*progress)(uint64_t left, void *arg), void *arg,
 			 struct pmc_err *err)
 {
-	uint64_t last_left = UINT64_MAX;
+	uint64_t last_left = UINT64_MAX, hung_left;
+	uint32_t hung, stall_ms;
 	unsigned stalled = 0;
 	unsigned *streak0, cancel0 = atomic_load(&e->flush_cancel);
 	int rc = 0;
@@ -1078,6 +1079,9 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 		return pmc_err_set(err, ENOENT, "volume slot %u: not attached", vol);
 	if (!e->c)
 		return 0; /* nothing is cached */
+	pthread_mutex_lock(&e->lock);
+	stall_ms = e->wb.stall_ms;
+	pthread_mutex_unlock(&e->lock);
 	/* give up on a volume only after it failed 3 more times in a row here */
 	streak0 = calloc(e->nvols, sizeof(*streak0));
 	if (!streak0)
@@ -1116,12 +1120,33 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 		 * stay until it is attached again, and must not make this wait
 		 * for ever */
 		left = 0;
+		hung_left = 0;
+		hung = UINT32_MAX;
+		pthread_mutex_lock(&e->wb_lock);
 		for (uint32_t i = 0; i < e->nvols; i++)
 			if ((vol == UINT32_MAX || vol == i) && e->vols[i].disk &&
-			    pmc_cache_volume_info(e->c, i, &vi) == 0)
+			    pmc_cache_volume_info(e->c, i, &vi) == 0) {
 				left += vi.nr_dirty;
+				if (e->vols[i].wb_stalled && vi.nr_dirty) {
+					hung_left += vi.nr_dirty;
+					hung = i;
+				}
+			}
+		pthread_mutex_unlock(&e->wb_lock);
 		if (left != last_left && progress)
 			progress(left, arg);
+		/* a volume whose disk stopped answering (stalled: nothing of its
+		 * write-back completed for stall_ms) cannot be flushed now: once
+		 * the others are written back, fail naming it; its dirty blocks
+		 * stay, its writes in flight complete whenever the disk answers */
+		if (hung != UINT32_MAX && left == hung_left) {
+			rc = pmc_err_set(err, ETIMEDOUT,
+					 "volume %s: its disk %s has not answered write-back for "
+					 "over %u ms; %" PRIu64 " dirty blocks stay in the cache",
+					 e->vols[hung].name, e->vols[hung].disk->path, stall_ms,
+					 left);
+			break;
+		}
 		if (left == 0 && pmc_queue_busy(q) == 0)
 			break;
 		/* cancelled (pmcached's stop, its client gone): with writers
@@ -1175,9 +1200,10 @@ int pmc_engine_flush_all(struct pmc_engine *e, struct pmc_queue *q, uint32_t vol
 	pthread_mutex_lock(&e->wb_lock);
 	rounds_seal(e, q, 0, 1);
 	pthread_mutex_unlock(&e->wb_lock);
-	/* cancelled: what is in flight completes in the caller's later polls
-	 * (a hung disk would keep it here) */
-	while (pmc_queue_busy(q) && rc != -ECANCELED)
+	/* cancelled, or a disk that does not answer: what is in flight
+	 * completes in the caller's later polls (a hung disk would keep it
+	 * here) */
+	while (pmc_queue_busy(q) && rc != -ECANCELED && rc != -ETIMEDOUT)
 		pmc_queue_poll(q, 1, 10000000ull);
 	pthread_mutex_lock(&e->wb_lock);
 	e->wb_force = 0;

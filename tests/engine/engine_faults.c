@@ -719,8 +719,9 @@ static void sc_wb_fair(void)
  * its write-back writes hold every in-flight slot: once nothing of it
  * completed for stall_ms, they no longer count, and another volume's dirty
  * blocks are written back long before the hung writes come back; the hung
- * volume gets no more writes meanwhile. Then all of it is written back,
- * every block in its last version.
+ * volume gets no more writes meanwhile, and a flush fails naming it instead
+ * of waiting for it. Then all of it is written back, every block in its
+ * last version.
  */
 #define HUNG_NS 3000000000ull
 static void sc_wb_hung(void)
@@ -775,6 +776,22 @@ static void sc_wb_hung(void)
 		       "in flight; expected none more",
 		       a->name, g_f[0].submits[PMC_IO_WRITE] - 4);
 	expect_disk(b, 0, 1, ONE(3), "written back past the hung volume");
+	/* a flush cannot wait for the hung disk: it fails naming it, once
+	 * the others are written back, long before the disk answers */
+	{
+		uint64_t t1 = pmc_mono_ns();
+		int rc;
+
+		memset(&err, 0, sizeof(err));
+		rc = pmc_engine_flush_all(g_t.e, g_q, UINT32_MAX, NULL, NULL, &err);
+		printf("flush with %s hung: %d (%s) after %" PRIu64 " ms\n", a->name, rc, err.msg,
+		       (pmc_mono_ns() - t1) / 1000000);
+		if (rc != -ETIMEDOUT || !strstr(err.msg, "volume vol-a: its disk") ||
+		    !strstr(err.msg, "32 dirty blocks stay"))
+			T_FAIL("flush of all with %s's disk hung: %d (%s)", a->name, rc, err.msg);
+		if (pmc_mono_ns() - t0 > HUNG_NS * 2 / 3)
+			T_FAIL("the flush failed only as the hung writes came back");
+	}
 	/* the disk answers again: everything written back */
 	g_f[0].delay_writes = 0;
 	et_run(g_t.e, g_q, g_q, (unsigned)(HUNG_NS / 1000000));
