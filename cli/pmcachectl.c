@@ -94,6 +94,10 @@ int main(int argc, char **argv)
 					fprintf(stderr, "pmcachectl: %s\n", err.msg);
 					return err.code == EACCES ? PMC_EXIT_PERM : PMC_EXIT_USAGE;
 				}
+				/* the defaults then: say why, they may not be the
+				 * daemon's (a socket set in the file) */
+				fprintf(stderr, "pmcachectl: warning: %s; using the default socket\n",
+					err.msg);
 				pmc_err_clear(&err);
 			} else {
 				snprintf(ctx.socket, sizeof(ctx.socket), "%s", c.control_socket);

@@ -580,15 +580,42 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 		goto err_free;
 	d->recovered = rc;
 	if (d->recovered) {
-		if (d->info.nr_hw_queues != d->conf.nr_queues || d->info.queue_depth != conf->depth ||
-		    d->info.max_io_buf_bytes != conf->max_io) {
+		/* the device keeps the queues, depth and I/O size it was made
+		 * with (the driver sends requests up to them): serve it with
+		 * them, the configured ones apply when it is next made; only
+		 * requests larger than the engine takes (queues.max_io at this
+		 * start) cannot be served. Refusing would leave a mounted file
+		 * system waiting after a restart with a changed queues.* */
+		if (d->info.max_io_buf_bytes > conf->max_io || !d->info.nr_hw_queues ||
+		    !d->info.queue_depth) {
 			rc = pmc_err_set(err, EINVAL,
 					 "%s: ublk device %u was made with %u queues of depth %u "
-					 "and %u-byte I/O; the configuration asks for %u, %u, %u",
+					 "and %u-byte I/O, more than queues.max_io (%u bytes) "
+					 "takes now; start with queues.max_io at least that",
 					 d->name, d->info.dev_id, d->info.nr_hw_queues,
-					 d->info.queue_depth, d->info.max_io_buf_bytes,
-					 d->conf.nr_queues, conf->depth, conf->max_io);
+					 d->info.queue_depth, d->info.max_io_buf_bytes, conf->max_io);
 			goto err_free;
+		}
+		if (d->info.nr_hw_queues != d->conf.nr_queues || d->info.queue_depth != conf->depth ||
+		    d->info.max_io_buf_bytes != conf->max_io) {
+			struct pmcd_queue *nq = calloc(d->info.nr_hw_queues, sizeof(*nq));
+
+			if (!nq) {
+				rc = pmc_err_set(err, ENOMEM, "%s: out of memory", conf->name);
+				goto err_free;
+			}
+			pmc_log(LOG_NOTICE,
+				"%s: /dev/ublkb%u keeps %u queues of depth %u and %u-byte I/O, "
+				"as it was made (the configuration's %u, %u, %u apply when it "
+				"is made again)",
+				d->name, d->info.dev_id, d->info.nr_hw_queues, d->info.queue_depth,
+				d->info.max_io_buf_bytes, d->conf.nr_queues, conf->depth,
+				conf->max_io);
+			free(d->queues);
+			d->queues = nq;
+			d->conf.nr_queues = d->info.nr_hw_queues;
+			d->conf.depth = d->info.queue_depth;
+			d->conf.max_io = d->info.max_io_buf_bytes;
 		}
 		d->user_copy = !!(d->info.flags & UBLK_F_USER_COPY);
 		rc = pmc_ublk_start_recovery(ctrl, d->info.dev_id, err);
@@ -640,7 +667,7 @@ int pmcd_dev_start(struct pmc_ublk_ctrl *ctrl, struct pmc_engine *e,
 	if (rc)
 		goto err_del;
 	pmc_log(LOG_INFO, "%s: %s /dev/ublkb%u (%u queues of %u, %" PRIu64 " bytes, %s)", d->name,
-		d->recovered ? "recovered" : "serving", d->info.dev_id, d->conf.nr_queues, conf->depth,
+		d->recovered ? "recovered" : "serving", d->info.dev_id, d->conf.nr_queues, d->conf.depth,
 		conf->size, d->user_copy ? "user copy" : "tag buffers");
 	*out = d;
 	return 0;

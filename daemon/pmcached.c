@@ -376,6 +376,10 @@ int pmcd_volume_add(struct pmcd *d, const struct pmc_config_volume *vc, unsigned
 	struct pmc_nvmf_path np = {0};
 	int rc = volume_add(d, vc, flags, &np, err);
 
+	/* a local disk claimed no controller and made none: it does not wait
+	 * for the path monitor's reconnects of other volumes */
+	if (!pmc_config_volume_is_nvmf(vc))
+		return rc;
 	pthread_mutex_lock(&d->fabric_lock);
 	pthread_mutex_lock(&d->lock);
 	d->claim_ctrl[0] = '\0'; /* added: the volume's path_ctrl holds it now */
@@ -816,6 +820,11 @@ static void reload_diff(struct pmcd *d, struct pmc_config *nc, struct reload_rep
 				continue;
 			pmc_config_key_format(k, &v->conf, was, sizeof(was));
 			pmc_config_key_format(k, nv, now, sizeof(now));
+			/* a run-time add records the node a link resolved to: the
+			 * file may name the same disk by its stable link */
+			if (!strcmp(k->key, "disk") && strcmp(was, now) &&
+			    pmc_config_same_device(v->conf.disk, nv->disk))
+				continue;
 			if (strcmp(was, now) && (k->flags & PMC_CONFIG_SECRET))
 				report(r, "volume %s: %s changed (not shown); that needs a restart",
 				       nv->name, k->key);

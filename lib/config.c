@@ -1276,7 +1276,7 @@ static int order_check(const struct pmc_config *c, const struct lines *ln, const
  * (st_rdev of block devices, st_dev + st_ino of files), never by the
  * strings: a by-id link and /dev/nvme0n1 are one disk. 0 when either path
  * does not exist (yet). */
-static int same_device(const char *a, const char *b)
+int pmc_config_same_device(const char *a, const char *b)
 {
 	struct stat sa, sb;
 
@@ -1330,7 +1330,7 @@ static int volume_cross(const struct pmc_config *c, uint32_t i, const struct lin
 					   "%s: two volumes on disk %s (\"%s\" and \"%s\")", where,
 					   q, w->name, v->name);
 		}
-		if (!nv && !nw && same_device(v->disk, w->disk)) {
+		if (!nv && !nw && pmc_config_same_device(v->disk, w->disk)) {
 			char q2[80];
 
 			pmc_config_quote(v->disk, q, sizeof(q));
@@ -1349,7 +1349,7 @@ static int volume_cross(const struct pmc_config *c, uint32_t i, const struct lin
 		}
 	}
 	if (c->pmem_path[0] && v->disk[0] &&
-	    (!strcmp(v->disk, c->pmem_path) || same_device(v->disk, c->pmem_path))) {
+	    (!strcmp(v->disk, c->pmem_path) || pmc_config_same_device(v->disk, c->pmem_path))) {
 		pmc_config_quote(v->disk, q, sizeof(q));
 		snprintf(path, sizeof(path), "volumes.[%u].disk", i);
 		where_fmt(where, sizeof(where), file, vol_line(ln, i, kd), path);

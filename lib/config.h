@@ -275,4 +275,8 @@ void pmc_config_size_format(uint64_t bytes, char *buf, size_t len);
 #define PMC_CONFIG_WRITE_DOCS 1u
 int pmc_config_write(FILE *f, const struct pmc_config *c, unsigned flags);
 
+/* do paths a and b name one device (block or character: its number) or
+ * one file (device and inode)? 0 when either cannot be stat'ed */
+int pmc_config_same_device(const char *a, const char *b);
+
 #endif

@@ -174,6 +174,33 @@ if grep -Eqw 'enable|reenable|preset' "$tmp/calls" 2>/dev/null ||
 else
 	echo "ok: postinst leaves the service disabled"
 fi
+# an upgrade restarts a running daemon only when the new version takes the
+# configuration (a downgrade's binary may not know a key of the file): a
+# copy of postinst that sees systemd running here, pmcached a stub
+mkdir -p "$tmp/sd"
+sed "s|/run/systemd/system|$tmp/sd|" "$src/systemd/debian/postinst" >"$tmp/postinst"
+for verdict in 0 1; do
+	printf '#!/bin/sh
+echo "pmcached: x.conf:3: writeback.new_key: unknown key"
+exit %s
+' \
+		"$verdict" >"$tmp/bin/pmcached"
+	chmod +x "$tmp/bin/pmcached"
+	: >"$tmp/calls"
+	PATH=$tmp/bin:$PATH sh "$tmp/postinst" configure 0.0.9 >"$tmp/postinst.out" 2>&1 ||
+		bad "postinst configure (upgrade, check $verdict) failed"
+	if [ $verdict = 0 ]; then
+		grep -q "systemctl try-restart pmcached.service" "$tmp/calls" &&
+			echo "ok: postinst restarts the daemon when the new version takes the config" ||
+			bad "postinst did not restart the daemon: $(cat "$tmp/calls")"
+	elif grep -q "try-restart" "$tmp/calls"; then
+		bad "postinst restarted the daemon into a version that refuses the config"
+	elif grep -q "not restarting pmcached: .*unknown key" "$tmp/postinst.out"; then
+		echo "ok: postinst keeps the running daemon when the new version refuses the config"
+	else
+		bad "postinst, config refused: $(cat "$tmp/postinst.out")"
+	fi
+done
 grep -qx /etc/pmcache/pmcached.conf "$src/systemd/debian/conffiles" && echo "ok: conffile" ||
 	bad "/etc/pmcache/pmcached.conf is not a conffile"
 exit $fail

@@ -251,6 +251,14 @@ if dmsetup create --noudevsync slowd --table "0 $(blockdev --getsz "$D1") delay 
 	ls /mnt/s >/dev/null && touch /mnt/s/after && sync && ok "the file system mounted during the remove works" ||
 		bad "the file system mounted during the remove"
 	ctl 0 "vol3 served after the refused remove" volume list && has "vol3 *write-back" "vol3 served, write-back"
+	# the file names vol3's disk by its /dev/mapper link, the run-time add
+	# recorded the node it resolved to: a reload takes them for one disk
+	out=$(pmcached -c "$CONF" --reload $PID 2>&1)
+	case "$out" in
+	"") bad "reload after vol3's add printed nothing" ;;
+	*vol3*) bad "reload: vol3's disk named by its link taken for another: $out" ;;
+	*) ok "reload: vol3's disk by its link is the one served ($out)" ;;
+	esac
 	run umount /mnt/s
 	# a stop while write-back writes to the slow disk are in flight (a
 	# flush, on the write-back thread's ring) ends cleanly, and the next

@@ -4,10 +4,11 @@
 #      file in it the whole time;
 #   2. "pmcachectl shutdown --remove-devices" is refused while the device
 #      is mounted, and the message names the mount point;
-#   3. SIGTERM three times; each daemon finishes its requests, exits 0 and
+#   3. SIGTERM four times; each daemon finishes its requests, exits 0 and
 #      leaves /dev/ublkb0 quiesced; the next one (the second time a
-#      different build, pmcached-next, with another version string) takes
-#      it over;
+#      different build, pmcached-next, with another version string; the
+#      third time with other queues.depth and queues.max_io in its file,
+#      which the device it takes over keeps as it was made) takes it over;
 #   4. every fio run passes its verify, a file written before the restarts
 #      reads back the same, e2fsck finds nothing, and the kernel logged no
 #      I/O error;
@@ -26,7 +27,7 @@ PATH=/host/bin:$PATH
 CONF=/tmp/pmcached.conf
 LOG=/host/out/pmcached.log
 SOCK=/run/pmcache/pmcached.sock
-RESTARTS=3
+RESTARTS=4
 
 # /run/pmcache as the unit's RuntimeDirectory leaves it (root, 0750); the
 # daemon must let control.group reach its socket there
@@ -126,6 +127,16 @@ for k in $(seq 1 $RESTARTS); do
 		out=$(pmc-run-as 4245 4244 pmcachectl -s "$SOCK" set writeback.max_age_ms 30000 2>&1) &&
 			ok "restart $k: a member of control.admin_group alone changes a setting ($(ls -ld /run/pmcache | cut -c1-10))" ||
 			bad "restart $k: admin_group member: $out; $(ls -ld /run/pmcache)"
+	elif [ $k -eq 3 ]; then
+		# the file's queues changed since the device was made: it is
+		# taken over with the queues it has (refusing it would leave the
+		# mount waiting)
+		sed 's/depth = 32; max_io = "512K";/depth = 64; max_io = "1M";/' "$CONF" >/tmp/queues.conf
+		grep -q 'depth = 64; max_io = "1M";' /tmp/queues.conf || bad "restart $k: queues not edited"
+		pmcached_start /tmp/queues.conf "$LOG" || { bad "restart $k: pmcached did not start with other queues"; tail -20 "$LOG"; break; }
+		grep -q "ublkb0 keeps 2 queues of depth 32 and 524288-byte I/O, as it was made" "$LOG" &&
+			ok "restart $k: $(grep 'keeps 2 queues' "$LOG" | tail -1)" ||
+			bad "restart $k: no word of the device's own queues"
 	else
 		pmcached_start "$CONF" "$LOG" || { bad "restart $k: pmcached did not start"; tail -20 "$LOG"; break; }
 	fi
