@@ -157,19 +157,23 @@ regions_ok() {
 raw_dev() { # the namespace's own disk, read around the cache and the fabric
 	echo "$BACK"
 }
+# start_refused CONF OUT WANT DESC: a start with CONF is refused with a line
+# matching WANT (in OUT), and the other disk's first 64 MiB do not change
+start_refused() {
+	_sum=$(dd if="$OTHER" bs=1M count=64 iflag=direct 2>/dev/null | md5sum)
+	timeout 120 pmcached -c $1 >$2 2>&1
+	_rc=$?
+	grep -q "$3" $2 && [ $_rc -ne 0 ] && [ $_rc -ne 124 ] &&
+		ok "$4 is refused: $(grep 'wrong disk' $2)" || { bad "$4 (exit $_rc):"; cat $2; }
+	[ "$(dd if="$OTHER" bs=1M count=64 iflag=direct 2>/dev/null | md5sum)" = "$_sum" ] &&
+		ok "$4: its disk did not change" || bad "$4: its disk changed"
+}
 
 if [ "$WHAT" = verify ]; then
 	[ -n "$ACKED" ] || { bad "no acknowledged regions given"; exit 1; }
-	# another namespace behind the same NQN and nsid: refused
 	SUM=$(dd if="$OTHER" bs=1M count=16 iflag=direct 2>/dev/null | md5sum)
-	timeout 120 pmcached -c $CONF >/tmp/wrong.log 2>&1
-	_rc=$?
-	grep -q "volume net: wrong disk: the cache recorded nvme.nguid-$NGUID, .* is nvme.nguid-0123456789abcdef0123456789abcdef; refusing to attach" /tmp/wrong.log &&
-		[ $_rc -ne 0 ] && [ $_rc -ne 124 ] &&
-		ok "another namespace behind the NQN is refused: $(grep 'wrong disk' /tmp/wrong.log)" ||
-		{ bad "the wrong namespace (exit $_rc):"; cat /tmp/wrong.log; }
-	[ "$(dd if="$OTHER" bs=1M count=16 iflag=direct 2>/dev/null | md5sum)" = "$SUM" ] &&
-		ok "the other disk did not change" || bad "the other disk changed"
+	start_refused $CONF /tmp/wrong.log "volume net: wrong disk: the cache recorded nvme.nguid-$NGUID, .* is nvme.nguid-0123456789abcdef0123456789abcdef; refusing to attach" \
+		"another namespace behind the same NQN and nsid"
 	# the refusal disconnected the controller its connect made
 	[ "$(nr_ctrls)" = 0 ] && ok "the refused volume's controller was disconnected" ||
 		bad "$(nr_ctrls) controllers of $NQN left after the refusal"
@@ -278,15 +282,8 @@ if [ "$WHAT" = verify ]; then
 	echo 0 >$NS2/enable && rmdir $NS2 && ns2_make || bad "the namespace made again"
 	U2=$(cat $NS2/device_uuid)
 	[ "$U2" != "$U1" ] && ok "made again: uuid $U2" || bad "the namespace kept its UUID $U1"
-	SUM2=$(dd if="$OTHER" bs=1M count=64 iflag=direct 2>/dev/null | md5sum)
-	timeout 120 pmcached -c $CONF2 >/tmp/wrong2.log 2>&1
-	_rc=$?
-	grep -q "volume uns: wrong disk: the cache recorded nvme.uuid-$U1, .* is nvme.uuid-$U2; refusing to attach" /tmp/wrong2.log &&
-		[ $_rc -ne 0 ] && [ $_rc -ne 124 ] &&
-		ok "the namespace made again is refused: $(grep 'wrong disk' /tmp/wrong2.log)" ||
-		{ bad "the namespace made again (exit $_rc):"; cat /tmp/wrong2.log; }
-	[ "$(dd if="$OTHER" bs=1M count=64 iflag=direct 2>/dev/null | md5sum)" = "$SUM2" ] &&
-		ok "its disk did not change" || bad "the disk of the namespace made again changed"
+	start_refused $CONF2 /tmp/wrong2.log "volume uns: wrong disk: the cache recorded nvme.uuid-$U1, .* is nvme.uuid-$U2; refusing to attach" \
+		"the namespace made again at the same nsid"
 	nvme disconnect -n $NQN2 >/dev/null 2>&1
 	# the way out the refusal names: the namespace given its old UUID
 	echo 0 >$NS2/enable && echo "$U1" >$NS2/device_uuid && echo 1 >$NS2/enable ||
