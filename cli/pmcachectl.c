@@ -62,6 +62,23 @@ static int version(struct pmc_cli_ctx *ctx)
 	return 0;
 }
 
+/* a failure: one line on stderr, and with json the error object on stdout
+ * (unless the command printed its document already) */
+static int fail(int json, int printed, int ex, const struct pmc_err *err)
+{
+	fprintf(stderr, "pmcachectl: %s\n", err->msg);
+	if (json && !printed) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "errno", json_object_new_int(err->code));
+		json_object_object_add(o, "error", json_object_new_string(err->msg));
+		json_object_object_add(o, "exit", json_object_new_int(ex));
+		pmc_print_json(o, 0, 1);
+		json_object_put(o);
+	}
+	return ex;
+}
+
 int main(int argc, char **argv)
 {
 	struct pmc_cli_args a;
@@ -70,8 +87,12 @@ int main(int argc, char **argv)
 	int ex;
 
 	if (pmc_cli_parse(argc - 1, argv + 1, &a, &err)) {
-		fprintf(stderr, "pmcachectl: %s\n", err.msg);
-		return PMC_EXIT_USAGE;
+		/* --json anywhere: the parse may have stopped before it */
+		int json = 0;
+
+		for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+			json |= !strcmp(argv[i], "--json") || !strcmp(argv[i], "-j");
+		return fail(json, 0, PMC_EXIT_USAGE, &err);
 	}
 	if (a.help || a.cmd == PMC_CLI_HELP) {
 		pmc_cli_usage(stdout);
@@ -90,10 +111,11 @@ int main(int argc, char **argv)
 			struct pmc_config c;
 
 			if (pmc_config_load(conf, &c, &err)) {
-				if (a.config) {
-					fprintf(stderr, "pmcachectl: %s\n", err.msg);
-					return err.code == EACCES ? PMC_EXIT_PERM : PMC_EXIT_USAGE;
-				}
+				if (a.config)
+					return fail(a.json, 0,
+						    err.code == EACCES ? PMC_EXIT_PERM
+								       : PMC_EXIT_USAGE,
+						    &err);
 				/* the defaults then: say why, they may not be the
 				 * daemon's (a socket set in the file) */
 				fprintf(stderr, "pmcachectl: warning: %s; using the default socket\n",
@@ -129,17 +151,7 @@ int main(int argc, char **argv)
 		ex = pmc_cmd_online(&ctx, &err);
 		break;
 	}
-	if (ex && err.msg[0]) {
-		fprintf(stderr, "pmcachectl: %s\n", err.msg);
-		if (a.json && !ctx.printed) {
-			struct json_object *o = json_object_new_object();
-
-			json_object_object_add(o, "errno", json_object_new_int(err.code));
-			json_object_object_add(o, "error", json_object_new_string(err.msg));
-			json_object_object_add(o, "exit", json_object_new_int(ex));
-			pmc_print_json(o, 0, 1);
-			json_object_put(o);
-		}
-	}
+	if (ex && err.msg[0])
+		return fail(a.json, ctx.printed, ex, &err);
 	return ex;
 }

@@ -427,6 +427,16 @@ int main(int argc, char **argv)
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "volume", "clear-error", "v2"), 0);
 	T_TRUE(!strcmp(out, "volume v2: had no error\n"));
 	/* --json: every success says so, as every failure does */
+	/* usage errors and a config that does not load too, with --json
+	 * after the word that failed */
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "bogus", "--json", NULL), 2);
+	if (!strstr(out, "\"exit\":2") || !strstr(out, "\"ok\":false") || !strstr(err, "bogus"))
+		T_FAIL("a usage error with --json: stdout %s, stderr %s", out, err);
+	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--json", "--config=/nonexistent.conf",
+		 "status"),
+	     2);
+	if (!strstr(out, "\"ok\":false") || !strstr(out, "cannot open"))
+		T_FAIL("-c of a missing file with --json: stdout %s", out);
 	T_EQ(run(argv[1], 0, out, sizeof(out), err, sizeof(err), "--json", "status", NULL), 0);
 	if (!strstr(out, "\"ok\": true") || strstr(out, "\"ok\": false"))
 		T_FAIL("status --json: no \"ok\": true:\n%s", out);
