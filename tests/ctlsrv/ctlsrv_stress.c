@@ -894,8 +894,17 @@ static void t_many(void)
 		close(fds[i]);
 	usleep(200000); /* the server saw them closed */
 	for (int i = 0; i < 17; i++) {
+		static const char req[] = "{\"cmd\":\"status\"}\n";
+		ssize_t n;
+
 		fds[i] = conn_member();
-		send_str(fds[i], "{\"cmd\":\"status\"}\n");
+		/* the 17th is told busy and closed as soon as it is accepted,
+		 * which can come before this request (EPIPE: the busy line is
+		 * still there to read) */
+		n = send(fds[i], req, sizeof(req) - 1, MSG_NOSIGNAL);
+		if (n != (ssize_t)sizeof(req) - 1 &&
+		    !(i == 16 && n < 0 && (errno == EPIPE || errno == ECONNRESET)))
+			T_FAIL("member connection %d: send: %zd (%s)", i, n, strerror(errno));
 		T_TRUE(recv_line(fds[i], buf, sizeof(buf), 10000) > 0);
 		T_OK(pmc_ctl_decode_reply(buf, strlen(buf), &r, &err));
 		if (i < 16 && r.kind != PMC_CTL_REPLY_OK)
