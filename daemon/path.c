@@ -68,7 +68,7 @@ static uint64_t mono_ns(void)
 struct probe {
 	int fd; /* -1: not opened */
 	uint64_t size;
-	struct pmc_disk_id id, legacy; /* legacy: as an older pmcached recorded it */
+	struct pmc_disk_ids ids;
 	int rc; /* of reading size and identity */
 	struct pmc_err err;
 };
@@ -84,9 +84,9 @@ static void probe_open(const char *name, const char *dev, struct probe *pr)
 	}
 	if (ioctl(pr->fd, BLKGETSIZE64, &pr->size) != 0)
 		pr->size = 0;
-	pr->rc = pmc_disk_id_get(pr->fd, pr->size, &pr->id, &pr->err);
-	if (pr->rc == 0)
-		pr->rc = pmc_disk_id_get_legacy(pr->fd, pr->size, &pr->legacy, &pr->err);
+	pmc_disk_ids_get(pr->fd, pr->size, &pr->ids);
+	pr->rc = pr->ids.rc;
+	pr->err = pr->ids.err;
 }
 
 static void probe_close(struct probe *pr)
@@ -114,7 +114,7 @@ static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, const 
 		int first = !pmc_placeholder_swapped(v->disk);
 
 		pmc_cache_get_info(d->cache, &ci);
-		rc = pmc_placeholder_swap_id(v->disk, fd, dev, ci.block_size, &pr->id, &pr->legacy,
+		rc = pmc_placeholder_swap_id(v->disk, fd, dev, ci.block_size, &pr->ids.id, pr->ids.has_legacy ? &pr->ids.legacy : NULL,
 					     err);
 		if (rc == 0)
 			pmc_log(LOG_NOTICE, "volume %s: %s %s (identity %s matches)", v->conf.name,
@@ -126,15 +126,15 @@ static int rebind(struct pmcd *d, struct pmcd_volume *v, const char *dev, const 
 		return pmc_err_set(err, ENOSPC,
 				   "volume %s: %s: %" PRIu64 " bytes, the disk had %" PRIu64 ": not used",
 				   v->conf.name, dev, pr->size, v->disk->size);
-	if (!want[0] || !pmc_disk_id_match(&pr->id, &pr->legacy, want))
+	if (!want[0] || !pmc_disk_id_match(&pr->ids.id, pr->ids.has_legacy ? &pr->ids.legacy : NULL, want))
 		return pmc_err_set(err, EXDEV,
 				   "volume %s: %s is disk %s, the cache recorded %s: not used",
-				   v->conf.name, dev, pr->id.text, want[0] ? want : "(none)");
+				   v->conf.name, dev, pr->ids.id.text, want[0] ? want : "(none)");
 	if (dup2(fd, v->disk->fd) < 0)
 		return pmc_err_set(err, errno, "volume %s: dup2: %s", v->conf.name,
 				   strerror(errno));
 	pmc_log(LOG_NOTICE, "volume %s: its namespace is now %s (identity %s matches)",
-		v->conf.name, dev, pr->id.text);
+		v->conf.name, dev, pr->ids.id.text);
 	rc = 0;
 done:
 	if (rc == 0)

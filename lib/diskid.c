@@ -283,21 +283,36 @@ int pmc_disk_id_match(const struct pmc_disk_id *id, const struct pmc_disk_id *le
 	return 0;
 }
 
+void pmc_disk_ids_get(int fd, uint64_t size_bytes, struct pmc_disk_ids *ids)
+{
+	static const char *const newer[] = {"nvme.uuid-", "dm-uuid-", "md-uuid-", "loop-"};
+	struct pmc_err lerr = {0};
+
+	memset(ids, 0, sizeof(*ids));
+	ids->rc = pmc_disk_id_get(fd, size_bytes, &ids->id, &ids->err);
+	if (ids->rc)
+		return;
+	/* only the forms read since an older pmcached have another legacy
+	 * one: the others are their own, read once */
+	ids->legacy = ids->id;
+	ids->has_legacy = 1;
+	for (size_t i = 0; i < sizeof(newer) / sizeof(newer[0]); i++)
+		if (!strncmp(ids->id.text, newer[i], strlen(newer[i]))) {
+			ids->has_legacy = pmc_disk_id_get_legacy(fd, size_bytes, &ids->legacy,
+								 &lerr) == 0;
+			break;
+		}
+}
+
 void pmc_disk_ids_read(const struct pmc_disk *disk, struct pmc_disk_ids *ids)
 {
-	memset(ids, 0, sizeof(*ids));
 	/* a disk whose ops answer (a placeholder) says what its slot records */
 	if (disk->ops && disk->ops->identify) {
+		memset(ids, 0, sizeof(*ids));
 		ids->rc = disk->ops->identify((struct pmc_disk *)disk, &ids->id, &ids->err);
 		return;
 	}
-	ids->rc = pmc_disk_id_get(disk->fd, disk->size, &ids->id, &ids->err);
-	if (ids->rc == 0) {
-		struct pmc_err lerr = {0};
-
-		ids->has_legacy =
-			pmc_disk_id_get_legacy(disk->fd, disk->size, &ids->legacy, &lerr) == 0;
-	}
+	pmc_disk_ids_get(disk->fd, disk->size, ids);
 }
 
 /* the identity read, or its error into err */

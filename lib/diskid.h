@@ -73,6 +73,10 @@ struct pmc_disk_ids {
 	struct pmc_disk_id legacy;
 };
 void pmc_disk_ids_read(const struct pmc_disk *disk, struct pmc_disk_ids *ids);
+/* the same for the block device or file open on fd, whose ops are not
+ * known (a path being probed): the legacy identity is read again only
+ * for the forms that have another one */
+void pmc_disk_ids_get(int fd, uint64_t size_bytes, struct pmc_disk_ids *ids);
 
 /* attach flags */
 #define PMC_ATTACH_REPLACE_DISK 1u  /* the volume's disk was replaced: record the new one */

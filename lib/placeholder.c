@@ -141,22 +141,21 @@ const char *pmc_placeholder_id(const struct pmc_disk *d)
 int pmc_placeholder_swap(struct pmc_disk *d, int fd, const char *dev, uint32_t block_size,
 			 struct pmc_err *err)
 {
-	struct pmc_disk_id id, legacy;
+	struct pmc_disk_ids ids;
 	uint64_t size = 0;
 	uint32_t lbs = 0, pbs = 0;
-	int rc;
 
-	memset(&id, 0, sizeof(id));
-	memset(&legacy, 0, sizeof(legacy));
+	memset(&ids, 0, sizeof(ids));
 	/* what cannot be read here, pmc_placeholder_swap_id refuses first */
 	if (pmc_placeholder_is(d) && pmc_disk_geometry(fd, &size, &lbs, &pbs) == 0) {
-		rc = pmc_disk_id_get(fd, size, &id, err);
-		if (rc == 0)
-			rc = pmc_disk_id_get_legacy(fd, size, &legacy, err);
-		if (rc)
-			return rc;
+		pmc_disk_ids_get(fd, size, &ids);
+		if (ids.rc) {
+			*err = ids.err;
+			return ids.rc;
+		}
 	}
-	return pmc_placeholder_swap_id(d, fd, dev, block_size, &id, &legacy, err);
+	return pmc_placeholder_swap_id(d, fd, dev, block_size, &ids.id,
+				       ids.has_legacy ? &ids.legacy : NULL, err);
 }
 
 int pmc_placeholder_swap_id(struct pmc_disk *d, int fd, const char *dev, uint32_t block_size,
