@@ -107,6 +107,14 @@ static void lock_memory(void)
 		strerror(e), limit);
 }
 
+/* is path on a file system in RAM (tmpfs, ramfs; devtmpfs is tmpfs)? */
+static int in_ram(const char *path)
+{
+	struct statfs sf;
+
+	return statfs(path, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+}
+
 /* DH-HMAC-CHAP secrets are never shown by get or status: say so when the
  * file that holds them lets every user read them */
 static void secrets_check(const char *path, const struct pmc_config *c)
@@ -148,19 +156,13 @@ static int open_cache(struct pmcd *d, struct pmc_err *err)
 	rc = pmc_pmem_open(c->pmem_path, create, &d->pm, err);
 	if (rc)
 		return rc;
-	{
-		/* a pmem file in RAM (tmpfs, /dev/shm, devtmpfs: a devdax name
-		 * made a file by hand) keeps nothing across a power cut */
-		struct statfs sf;
-
-		if (stat(c->pmem_path, &st) == 0 && S_ISREG(st.st_mode) &&
-		    statfs(c->pmem_path, &sf) == 0 &&
-		    (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
-			pmc_log(LOG_CRIT,
-				"pmem %s is a file in RAM (tmpfs): every acknowledged write "
-				"in it is lost at a power cut or reboot; for tests only",
-				c->pmem_path);
-	}
+	/* a pmem file in RAM (tmpfs, /dev/shm, devtmpfs: a devdax name made
+	 * a file by hand) keeps nothing across a power cut */
+	if (stat(c->pmem_path, &st) == 0 && S_ISREG(st.st_mode) && in_ram(c->pmem_path))
+		pmc_log(LOG_CRIT,
+			"pmem %s is a file in RAM (tmpfs): every acknowledged write in it is "
+			"lost at a power cut or reboot; for tests only",
+			c->pmem_path);
 	/* one owner per cache: a second daemon or an offline command holding
 	 * the pmem makes this one exit, never run beside it */
 	rc = pmc_pmem_lock(d->pm, PMC_LOCK_EXCLUSIVE, NULL, err);
@@ -1105,10 +1107,7 @@ static int start(struct pmcd *d, struct pmc_err *err)
 	{
 		/* gone at the next boot: every start is then one without its
 		 * file (README, "The systemd unit") */
-		struct statfs sf;
-
-		if (statfs(c->state_dir, &sf) == 0 &&
-		    (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
+		if (in_ram(c->state_dir))
 			pmc_log(LOG_WARNING,
 				"state directory %s is in RAM (tmpfs): its volume state is lost "
 				"at every reboot, and each start then drops the cache's clean "
